@@ -1,0 +1,50 @@
+# One-command entry points. `make reproduce` and `make test` create .venv from envs/ when it is missing
+# or older than the pinned files; `make venv` does only that.
+PYTHON_BOOT ?= $(shell command -v python3.11 || command -v python3)
+VENV        := .venv
+PY          := $(VENV)/bin/python
+STAMP       := $(VENV)/.installed
+ENV_FILES   := $(wildcard envs/*.txt)
+SNAKEMAKE   := $(PY) -m snakemake
+CORES       ?= all
+export OPENBLAS_NUM_THREADS ?= 1
+export OMP_NUM_THREADS ?= 1
+export MKL_NUM_THREADS ?= 1
+
+.PHONY: venv test reproduce smoke full audit report-index clean help
+
+help:
+	@echo "make reproduce   set up .venv, run the quick scale of every enabled paper, then the audit gate"
+	@echo "make test        set up .venv and run the test suite"
+	@echo "make venv        only set up .venv from envs/ (idempotent)"
+	@echo "make audit       fail when a quick-scale verdict differs from claims.yaml 'expected' or the committed report"
+	@echo "make smoke|full  run every paper at that scale"
+
+venv: $(STAMP)
+
+$(STAMP): $(ENV_FILES)
+	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
+	$(PY) -m pip install --quiet -r envs/base.txt
+	@if [ -f envs/llm.txt ]; then $(PY) -m pip install --quiet -r envs/llm.txt; fi
+	$(PY) -m pip check
+	@if [ -f envs/nodeps.txt ]; then $(PY) -m pip install --quiet --no-deps -r envs/nodeps.txt; fi
+	@touch $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+reproduce: $(STAMP)
+	$(SNAKEMAKE) --cores $(CORES) --config scale=quick
+	$(MAKE) --no-print-directory audit
+
+smoke: $(STAMP)
+	$(SNAKEMAKE) --cores $(CORES) --config scale=smoke
+
+full: $(STAMP)
+	$(SNAKEMAKE) --cores $(CORES) --config scale=full
+
+audit: $(STAMP)
+	$(PY) -m shared.claims.gate --scale quick
+
+clean:
+	rm -rf results logs .snakemake

@@ -1,0 +1,25 @@
+# Regenerates every figure, table and audit report from raw or generated data.
+#   snakemake --cores all                         every enabled paper at the configured scale, then the index
+#   snakemake --cores all goma                    one paper (its target rule is its slug)
+#   snakemake --cores all --config scale=smoke    another scale (smoke | quick | full)
+#   snakemake --profile workflow/profiles/slurm   the same on a SLURM cluster
+from snakemake.exceptions import WorkflowError
+
+
+include: "workflow/rules/common.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        [report_path(slug) for slug in PAPERS],
+        "reports/README.md",
+
+
+include: "workflow/rules/papers.smk"
+include: "workflow/rules/audit.smk"
+
+
+for _rules in sorted(glob.glob("papers/*/rules.smk")):
+
+    include: _rules

@@ -1,0 +1,9 @@
+"""Shared package of the reproduction monorepo: what two or more papers use.
+
+Modules: ``seeding`` (random streams from one root seed), ``results`` (tidy CSV and metrics JSON, written
+atomically), ``experiment`` (the command line every experiment runs through), ``plotting`` (one house
+style), ``provenance``, ``data`` (checksummed fetch with offline mirrors), ``solvers`` (LP/QP/SOCP/SDP over
+cvxpy), ``oracles`` (stochastic and zeroth-order oracles) and ``claims`` (the audit engine).
+"""
+
+__all__ = ["seeding", "results", "experiment", "plotting", "provenance", "data", "solvers", "claims"]

@@ -1,0 +1,108 @@
+"""Fetching public data with SHA-256 verification and offline mirrors.
+
+``fetch`` tries, in order: the mirror directories of ``REPRO_DATA_MIRROR`` (a path list, ``os.pathsep``
+separated) when it is set, then the canonical URL, then (if the URL failed) nothing else. Every file is
+verified; a mismatch moves the bad file aside as ``<dest>.bad`` and raises :class:`ChecksumError`, so a wrong
+file is never used. Package-shipped datasets (scikit-learn) need no fetching.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from shared.results import atomic_path
+
+__all__ = ["ChecksumError", "FetchError", "mirror_dirs", "sha256_bytes", "sha256_text", "file_sha256", "fetch"]
+
+MIRROR_ENV = "REPRO_DATA_MIRROR"
+
+
+class ChecksumError(ValueError):
+    """A fetched file does not have the expected SHA-256."""
+
+
+class FetchError(OSError):
+    """No source (mirror or URL) could provide the file."""
+
+
+def mirror_dirs() -> list[Path]:
+    """Directories listed in ``REPRO_DATA_MIRROR`` (empty when unset)."""
+    raw = os.environ.get(MIRROR_ENV, "")
+    return [Path(p) for p in raw.split(os.pathsep) if p.strip()]
+
+
+def sha256_bytes(data: bytes) -> str:
+    """Hex SHA-256 of raw bytes."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def canonical_text(data: bytes) -> str:
+    """Text of ``data`` decoded from UTF-8 or UTF-16 (BOM-detected), with CRLF/CR turned into LF."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        text = data.decode("utf-16")
+    else:
+        text = data.decode("utf-8-sig")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def sha256_text(data: bytes) -> str:
+    """Hex SHA-256 of the canonical UTF-8 text of ``data`` (mirrors that differ in encoding agree)."""
+    return sha256_bytes(canonical_text(data).encode("utf-8"))
+
+
+def file_sha256(path: str | Path, *, canonical: bool = False) -> str:
+    """SHA-256 of a file's bytes, or of its canonical text."""
+    data = Path(path).read_bytes()
+    return sha256_text(data) if canonical else sha256_bytes(data)
+
+
+def _download(url: str, timeout: float) -> bytes:
+    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - fixed https URLs
+        return response.read()
+
+
+def _sources(url: str, mirror_relpath: str):
+    mirrors = [("mirror " + str(d), d / mirror_relpath) for d in mirror_dirs()]
+    yield from mirrors
+    yield ("url " + url, url)
+
+
+def fetch(url: str, dest: str | Path, *, sha256: str, mirror_relpath: str, canonical_text: bool = False,
+          timeout: float = 30.0) -> Path:
+    """Place the verified file at ``dest``; return ``dest``.
+
+    Parameters
+    ----------
+    url : canonical download address.
+    dest : where the file goes (under ``data/``).
+    sha256 : expected hex digest (of the bytes, or of the canonical text when ``canonical_text``).
+    mirror_relpath : path of the file inside a mirror directory (e.g. ``"gset/G1.txt"``).
+    """
+    dest = Path(dest)
+    digest = sha256_text if canonical_text else sha256_bytes
+    if len(sha256) != 64:
+        raise ValueError(f"sha256 must be 64 hex digits, got {sha256!r}")
+    if dest.is_file() and digest(dest.read_bytes()) == sha256:
+        return dest
+    failures = []
+    for label, source in _sources(url, mirror_relpath):
+        try:
+            data = Path(source).read_bytes() if isinstance(source, Path) else _download(source, timeout)
+        except (OSError, urllib.error.URLError, ValueError) as exc:
+            failures.append(f"{label}: {type(exc).__name__}")
+            continue
+        with atomic_path(dest) as tmp:
+            tmp.write_bytes(data)
+        got = digest(data)
+        if got != sha256:
+            bad = dest.with_name(dest.name + ".bad")
+            shutil.move(str(dest), bad)
+            raise ChecksumError(f"{dest.name} from {label}: SHA-256 {got} does not match the expected {sha256}; "
+                                f"the file was moved aside to {bad}")
+        return dest
+    raise FetchError(f"could not fetch {dest.name}: " + "; ".join(failures)
+                     + f" (set {MIRROR_ENV} to a directory holding {mirror_relpath})")

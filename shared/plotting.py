@@ -1,0 +1,63 @@
+"""One house style for every figure; each method keeps its colour across a paper's figures."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Callable, Iterable
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from shared.config import SCALES  # noqa: E402
+from shared.results import atomic_path  # noqa: E402
+
+__all__ = ["PALETTE", "use_style", "method_colors", "new_figure", "save_figure", "main"]
+
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442",
+           "#882255", "#44AA99", "#999933", "#AA4499")  # Okabe-Ito, then Tol's muted
+
+
+def use_style() -> None:
+    """Apply the house style (called by :func:`new_figure`)."""
+    plt.rcParams.update({
+        "figure.dpi": 110, "savefig.dpi": 110, "font.size": 9, "axes.grid": True, "grid.alpha": 0.3,
+        "axes.spines.top": False, "axes.spines.right": False, "legend.frameon": False, "lines.linewidth": 1.4,
+        "svg.hashsalt": "repro", "path.simplify": True,
+    })
+
+
+def method_colors(methods: Iterable[str]) -> dict[str, str]:
+    """Colour per method, fixed by the order of ``methods`` (pass a paper's full method list every time)."""
+    methods = list(methods)
+    return {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(methods)}
+
+
+def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 4.2, height: float = 3.2):
+    """``(fig, axes)`` in the house style, ``width`` x ``height`` inches per panel."""
+    use_style()
+    return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False, layout="constrained")
+
+
+def save_figure(fig, path: str | Path) -> Path:
+    """Save a figure atomically as PNG (no timestamp metadata, so reruns give identical bytes) and close it."""
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return Path(path)
+
+
+def main(make_figures: Callable[[Path, Path, str], None], argv=None) -> int:
+    """Command line of a paper's ``plots`` module: ``--results DIR --out DIR --scale S``."""
+    parser = argparse.ArgumentParser(description="Draw a paper's figures and tables from its results.")
+    parser.add_argument("--results", required=True, help="results/<scale>/<slug>")
+    parser.add_argument("--out", required=True, help="figures/<scale>/<slug>")
+    parser.add_argument("--scale", required=True, choices=SCALES)
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    make_figures(Path(args.results), out, args.scale)
+    print(f"figures written to {out}", file=sys.stderr)
+    return 0

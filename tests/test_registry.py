@@ -1,0 +1,58 @@
+"""Every paper folder is registered in the workflow config and complete."""
+import re
+
+import pytest
+
+from tests.helpers import REPO, paper_slugs
+from shared.claims.check import load_claims
+from shared.config import SCALES, load_paper_config, load_yaml, validate
+
+SLUGS = paper_slugs()
+WORKFLOW_CONFIG = load_yaml(REPO / "config" / "config.yaml")
+
+
+def test_workflow_config_is_valid_and_lists_every_paper():
+    validate(WORKFLOW_CONFIG, "config.schema.json", where="config/config.yaml")
+    assert sorted(WORKFLOW_CONFIG["papers"]) == SLUGS
+
+
+def test_every_paper_is_enabled():
+    disabled = [slug for slug, on in WORKFLOW_CONFIG["papers"].items() if not on]
+    assert disabled == [], f"papers disabled in config/config.yaml: {disabled}"
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_paper_folder_is_complete(slug):
+    folder = REPO / "papers" / slug
+    for name in ("README.md", "rules.smk", "config.yaml", "claims.yaml", "__init__.py", "experiments.py",
+                 "plots.py"):
+        assert (folder / name).is_file(), f"papers/{slug}/{name} is missing"
+    assert list((folder / "tests").glob("test_*.py")), f"papers/{slug}/tests has no test_*.py"
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    for heading in ("Fidelity", "Deviations"):
+        assert re.search(rf"^## {heading}\s*$", readme, flags=re.M), f"papers/{slug}/README.md lacks ## {heading}"
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_claims_point_at_configured_experiments(slug):
+    config = load_paper_config(REPO / "papers" / slug / "config.yaml")
+    claims = load_claims(REPO / "papers" / slug / "claims.yaml")
+    for scale in ("quick", "full"):
+        experiments = set(config[scale]["experiments"])
+        for claim in claims:
+            for ref in (claim["metric"], claim.get("spread")):
+                if ref:
+                    assert ref["file"].split("/")[0] in experiments, (
+                        f"{slug}: claim {claim['id']} reads {ref['file']}, not an experiment at scale {scale}")
+    performance = set(config.get("performance", []))
+    for scale in SCALES:
+        assert performance <= set(config[scale]["figures"]) | performance  # names are figure files
+    assert performance, f"{slug}: config.yaml declares no performance table"
+
+
+@pytest.mark.parametrize("slug", [s for s, on in WORKFLOW_CONFIG["papers"].items() if on])
+def test_quick_report_and_figures_are_committed(slug):
+    assert (REPO / "reports" / "quick" / f"{slug}.md").is_file(), f"reports/quick/{slug}.md is missing"
+    config = load_paper_config(REPO / "papers" / slug / "config.yaml")
+    for fig in config["quick"]["figures"]:
+        assert (REPO / "figures" / "quick" / slug / fig).is_file(), f"figures/quick/{slug}/{fig} is missing"

@@ -1,0 +1,37 @@
+# Claims -> reports. One report per paper at the chosen scale, and the index over all reports.
+for _slug in PAPERS:
+
+    rule:
+        name: f"{_slug}_report"
+        input:
+            claims=f"papers/{_slug}/claims.yaml",
+            readme=f"papers/{_slug}/README.md",
+            config=f"papers/{_slug}/config.yaml",
+            results=experiment_outputs(_slug),
+            figures=[f"{figures_dir(_slug)}/{f}" for f in PAPER_CONFIG[_slug][SCALE]["figures"]],
+            code=SHARED_CODE,
+        output:
+            report_path(_slug),
+        params:
+            python=PYTHON,
+            slug=_slug,
+            scale=SCALE,
+        resources:
+            mem_mb=1000,
+            runtime=5,
+        shell:
+            "{params.python} -m shared.claims.report --slug {params.slug} --scale {params.scale} --out {output}"
+
+
+rule audit_index:
+    input:
+        [report_path(slug) for slug in PAPERS],
+    output:
+        "reports/README.md",
+    params:
+        python=PYTHON,
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    shell:
+        "{params.python} -m shared.claims.index --out {output}"

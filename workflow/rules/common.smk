@@ -1,0 +1,72 @@
+# Paper registry, scale and paths. Validates the workflow config and every enabled paper's config before
+# any job runs: an unknown scale, an unknown paper or a wrong type stops here with the key named.
+import glob
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, workflow.basedir)
+
+from shared.config import ConfigError, enabled_papers, load_paper_config, validate  # noqa: E402
+from shared.claims.check import load_claims  # noqa: E402
+
+
+def _validated_workflow_config(cfg):
+    try:
+        validate(cfg, "config.schema.json", where="workflow config (config/config.yaml + --config)")
+        for slug in cfg["papers"]:
+            if not Path(workflow.basedir, "papers", slug, "config.yaml").is_file():
+                raise ConfigError(f"workflow config: key 'papers.{slug}': no paper folder papers/{slug}/ "
+                                  f"with a config.yaml")
+    except ConfigError as exc:
+        raise WorkflowError(str(exc)) from None
+    return cfg
+
+
+def _validated_paper(slug):
+    try:
+        cfg = load_paper_config(f"papers/{slug}/config.yaml")
+        load_claims(f"papers/{slug}/claims.yaml")
+    except ConfigError as exc:
+        raise WorkflowError(str(exc)) from None
+    return cfg
+
+
+configfile: "config/config.yaml"
+
+
+_validated_workflow_config(config)
+SCALE = config["scale"]
+PAPERS = enabled_papers(config)
+PAPER_CONFIG = {slug: _validated_paper(slug) for slug in PAPERS}
+PYTHON = sys.executable
+if config.get("data_mirror"):
+    os.environ["REPRO_DATA_MIRROR"] = config["data_mirror"]
+# BLAS oversubscribes when two jobs share two cores: one thread per job unless a rule asks for more.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+SHARED_CODE = sorted(p for p in glob.glob("shared/**/*.py", recursive=True) if "/tests/" not in p)
+
+
+def paper_code(slug):
+    """The paper's source files (tests excluded) and the shared package: a change reruns its experiments."""
+    own = sorted(p for p in glob.glob(f"papers/{slug}/**/*.py", recursive=True) if "/tests/" not in p)
+    return own + SHARED_CODE
+
+
+def results_dir(slug):
+    return f"results/{SCALE}/{slug}"
+
+
+def figures_dir(slug):
+    return f"figures/{SCALE}/{slug}"
+
+
+def report_path(slug):
+    return f"reports/{SCALE}/{slug}.md"
+
+
+def experiment_outputs(slug):
+    return [f"{results_dir(slug)}/{name}/{f}" for name in PAPER_CONFIG[slug][SCALE]["experiments"]
+            for f in ("metrics.json", "results.csv", "provenance.json")]
