@@ -6,4 +6,4 @@ style), ``provenance``, ``data`` (checksummed fetch with offline mirrors), ``sol
 cvxpy), ``oracles`` (stochastic and zeroth-order oracles) and ``claims`` (the audit engine).
 """
 
-__all__ = ["seeding", "results", "experiment", "plotting", "provenance", "data", "solvers", "claims"]
+__all__ = ["seeding", "results", "experiment", "plotting", "provenance", "data", "solvers", "oracles", "claims"]

@@ -15,8 +15,15 @@ TRACKED_PACKAGES = (
 )
 
 
+CODE_PATHS = ("Snakefile", "workflow", "config", "envs", "shared", "papers")
+
+
 def git_state() -> dict:
-    """``{"commit": sha or "unknown", "dirty": bool}`` of the repository the code runs from."""
+    """``{"commit": sha or "unknown", "dirty": bool}`` of the repository the code runs from.
+
+    ``dirty`` is True when code or configuration (:data:`CODE_PATHS`) differs from the commit; generated
+    reports and figures do not count.
+    """
     def git(*args):
         return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=30)
 
@@ -24,7 +31,7 @@ def git_state() -> dict:
         head = git("rev-parse", "HEAD")
         if head.returncode != 0:
             return {"commit": "unknown", "dirty": True}
-        status = git("status", "--porcelain", "--untracked-files=no")
+        status = git("status", "--porcelain", "--untracked-files=normal", "--", *CODE_PATHS)
         return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
     except (OSError, subprocess.SubprocessError):
         return {"commit": "unknown", "dirty": True}

@@ -40,6 +40,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     tmp = Path(tmp)
     try:
         yield tmp
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual permissions
         os.replace(tmp, path)
     finally:
         if tmp.exists():
@@ -85,7 +88,7 @@ def write_tidy(rows, path: str | os.PathLike) -> Path:
 
 def read_tidy(path: str | os.PathLike) -> pd.DataFrame:
     """Read a tidy CSV written by :func:`write_tidy`."""
-    return _to_frame(pd.read_csv(path))
+    return _to_frame(pd.read_csv(path, float_precision="round_trip"))
 
 
 def _plain(obj: Any, key: str):

@@ -1,4 +1,5 @@
 """Helpers for the cross-cutting tests: the repository root, its papers, and snakemake runs."""
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,9 +15,22 @@ def paper_slugs() -> list[str]:
                   if p.is_dir() and not p.name.startswith(("_", ".")) and p.name != "__pycache__")
 
 
-def snakemake(*args, cwd=REPO, timeout=1800) -> subprocess.CompletedProcess:
+def snakemake(*args, cwd=REPO, timeout=1800, env=None) -> subprocess.CompletedProcess:
     """Run snakemake with this interpreter; returns the completed process (stdout and stderr merged)."""
-    return subprocess.run([sys.executable, "-m", "snakemake", "--nolock", *args], cwd=cwd, text=True,
+    return subprocess.run([sys.executable, "-m", "snakemake", "--nolock", *args], cwd=cwd, text=True, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+
+
+def copy_repository(dest: Path) -> Path:
+    """Copy what git would commit (tracked and untracked-but-not-ignored files, generated smoke outputs
+    excluded) to ``dest``: a file missing from the repository fails there as on a fresh clone."""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    for rel in filter(None, listed):
+        src = REPO / rel
+        if src.is_file() and not rel.startswith(("results/", "reports/smoke/", "figures/smoke/")):
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    return dest
 
 

@@ -3,32 +3,20 @@
 The copy holds what git would commit (tracked and untracked-but-not-ignored files), so a file that is
 missing from the repository fails here as it would on a fresh clone.
 """
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, snakemake
+from tests.helpers import REPO, copy_repository, snakemake
 
 pytestmark = pytest.mark.slow
 
 
-def _copy_repository(dest: Path) -> Path:
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO,
-                            capture_output=True, check=True).stdout.decode().split("\0")
-    for rel in filter(None, listed):
-        src = REPO / rel
-        if src.is_file() and not rel.startswith(("results/", "reports/smoke/", "figures/smoke/")):
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / rel)
-    return dest
-
-
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
-    work = _copy_repository(tmp_path_factory.mktemp("smoke"))
+    work = copy_repository(tmp_path_factory.mktemp("smoke"))
     out = snakemake("--cores", "2", "--config", "scale=smoke", cwd=work)
     assert out.returncode == 0, out.stdout[-6000:]
     return work

@@ -69,9 +69,24 @@ def _figures(slug, scale, names, performance) -> list[str]:
         path = fig_dir / name
         if name.endswith(".png"):
             out += [f"![{name}](../../figures/{scale}/{slug}/{name})", ""]
+        elif name.endswith(".csv") and path.is_file():
+            out += [f"**[{name}](../../figures/{scale}/{slug}/{name})**", "", *_csv_preview(path), ""]
         elif path.is_file():
             out += [f"**{name}**", "", path.read_text(encoding="utf-8").strip(), ""]
     return out
+
+
+def _csv_preview(path: Path, max_rows: int = 12) -> list[str]:
+    """The first rows of a CSV table as markdown (the whole file is linked)."""
+    import pandas as pd
+
+    frame = pd.read_csv(path)
+    shown = frame.head(max_rows)
+    lines = ["| " + " | ".join(map(str, shown.columns)) + " |", "|" + "---|" * len(shown.columns)]
+    lines += ["| " + " | ".join(_cell(_fmt(v)) for v in row) + " |" for row in shown.itertuples(index=False)]
+    if len(frame) > max_rows:
+        lines += ["", f"({len(frame) - max_rows} more rows in the file)"]
+    return lines
 
 
 def _provenance(slug, scale, config, experiments) -> tuple[list[str], dict]:

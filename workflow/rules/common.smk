@@ -49,9 +49,13 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 SHARED_CODE = sorted(p for p in glob.glob("shared/**/*.py", recursive=True) if "/tests/" not in p)
 
 
-def paper_code(slug):
-    """The paper's source files (tests excluded) and the shared package: a change reruns its experiments."""
-    own = sorted(p for p in glob.glob(f"papers/{slug}/**/*.py", recursive=True) if "/tests/" not in p)
+def paper_code(slug, *, plots=False):
+    """The paper's source files and the shared package: a change reruns its experiments.
+
+    Tests are excluded, and so is ``plots.py`` unless ``plots`` (only the figures depend on it).
+    """
+    own = sorted(p for p in glob.glob(f"papers/{slug}/**/*.py", recursive=True)
+                 if "/tests/" not in p and (plots or not p.endswith("/plots.py")))
     return own + SHARED_CODE
 
 

@@ -39,7 +39,7 @@ for _slug in PAPERS:
         name: f"{_slug}_figures"
         input:
             experiment_outputs(_slug),
-            code=paper_code(_slug),
+            code=paper_code(_slug, plots=True),
         output:
             [report(f"{figures_dir(_slug)}/{f}", category=_slug) for f in PAPER_CONFIG[_slug][SCALE]["figures"]],
         log:

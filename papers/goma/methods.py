@@ -1,0 +1,409 @@
+"""GOMA and its baselines for monotone variational inequalities F(z*) = 0.
+
+Every method is written once, as a generator of iterates ``z_0, z_1, ..., z_N`` that uses only ``+``, ``-``,
+multiplication by a scalar and calls of the oracle ``F``. The same code therefore runs on numpy arrays
+(one point of shape (d,) or a batch (S, d) of stochastic trajectories) and on PEPit points
+(:mod:`papers.goma.pep`). Step sizes are given in absolute units (a step ``0.5/L`` is ``0.5 / problem.L``).
+
+GOMA-D [reconstructed; spec "Method"], with g_{-1} = F(z_0) (one initial oracle call)::
+
+    beta_k  = 1/(k+2)                       (Halpern anchor weight)
+    base_k  = z_k + beta_k (z_0 - z_k)
+    zt_k    = base_k - gamma g_{k-1}        (optimistic extrapolation with the last oracle value)
+    g_k     = F(zt_k)                       (the only oracle call of iteration k)
+    z_{k+1} = base_k - eta g_k,             eta <= gamma (two time scales)
+
+Baselines (spec "Baselines"): EG (Korpelevich 1976), OG / Popov / past-EG (Popov 1980), EAG-C (Yoon & Ryu,
+ICML 2021), FEG (Lee & Kim, NeurIPS 2021), anchored Popov, and the stochastic SGDA, SEG, SOG, DSEG
+(Hsieh et al., NeurIPS 2020) and the S-AGD ablation. Each is coded plainly and separately from GOMA, so that
+the identities "GOMA with these flags is that baseline" compare two independent implementations.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+from shared.oracles import CallCounter
+
+__all__ = [
+    "DETERMINISTIC_METHODS", "STOCHASTIC_METHODS", "ANCHORS", "EXTRAPOLATE_WITH", "DIVERGENCE_FACTOR",
+    "DeterministicTrace", "StochasticTrace", "resolve_steps", "iterates", "goma_momentum_iterates",
+    "run_deterministic", "run_stochastic",
+]
+
+DETERMINISTIC_METHODS = ("goma", "anchored_popov", "og", "eg", "eag_c", "feg")
+STOCHASTIC_METHODS = ("s_goma", "s_agd", "sgda", "seg", "sog", "dseg")
+ANCHORS = ("k+2", "k+1", "none")
+EXTRAPOLATE_WITH = ("past", "current")
+DIVERGENCE_FACTOR = 1e20  # a run stops when h_k > DIVERGENCE_FACTOR * h_0 or h_k is not finite
+
+# Default steps in units of 1/L (spec "Method" and "Baselines").
+_DEFAULT_STEPS = {
+    "goma": {"gamma": 0.5, "eta": 0.4},
+    "anchored_popov": {"step": 0.5},
+    "og": {"step": 0.5},
+    "eg": {"step": 0.5},
+    "eag_c": {"step": 1.0 / 8.0},
+    "feg": {"step": 1.0},
+}
+_FLAG_DEFAULTS = {"anchor": "k+2", "damp_extrapolation": False, "extrapolate_with": "past"}
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+def _constant(value: float) -> Callable[[int], float]:
+    return lambda k: value
+
+
+def _schedule(step) -> Callable[[int], float]:
+    """A step given as a number or as a function k -> step_k."""
+    return step if callable(step) else _constant(float(step))
+
+
+def _anchor_weight(anchor: str) -> Callable[[int], float]:
+    """beta_k of the anchor schedule: 1/(k+2), 1/(k+1) or 0."""
+    if anchor == "k+2":
+        return lambda k: 1.0 / (k + 2)
+    if anchor == "k+1":
+        return lambda k: 1.0 / (k + 1)
+    return _constant(0.0)
+
+
+def _check_positive(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be positive and finite, got {value!r}")
+    return value
+
+
+def _check_n_iter(n_iter) -> int:
+    if isinstance(n_iter, bool) or not isinstance(n_iter, (int, np.integer)) or n_iter < 0:
+        raise ValueError(f"n_iter must be a non-negative integer, got {n_iter!r}")
+    return int(n_iter)
+
+
+# ------------------------------------------------------------------------------------ the iterate generators
+def _goma_iterates(F, z0, n_iter, gamma, eta, anchor="k+2", damp_extrapolation=False, extrapolate_with="past"):
+    """GOMA family: anchored (two-time-scale) optimistic steps; yields z_0, ..., z_N.
+
+    ``gamma`` and ``eta`` are numbers or schedules k -> step. With ``extrapolate_with="current"`` the
+    extrapolation uses F(z_k) (two calls per iteration, no initial call); with ``damp_extrapolation`` the
+    extrapolation step is (1 - beta_k) gamma_k. At k = 0 the anchor term beta_0 (z_0 - z_0) vanishes.
+    """
+    gamma, eta, beta = _schedule(gamma), _schedule(eta), _anchor_weight(anchor)
+    past = extrapolate_with == "past"
+    g = F(z0) if past else None  # g_{-1} = F(z_0): one oracle call
+    z = z0
+    yield z
+    for k in range(n_iter):
+        b = beta(k)
+        base = z if (b == 0.0 or k == 0) else z + b * (z0 - z)
+        if not past:
+            g = F(z)
+        coef = (1.0 - b) * gamma(k) if damp_extrapolation else gamma(k)
+        zt = base if coef == 0.0 else base - coef * g
+        g = F(zt)
+        z = base - eta(k) * g
+        yield z
+
+
+def _anchored_popov_iterates(F, z0, n_iter, step):
+    """Anchored Popov: zt = z + (z0 - z)/(k+2) - a g_{k-1}; g_k = F(zt); z+ = z + (z0 - z)/(k+2) - a g_k."""
+    a = _schedule(step)
+    g_prev = F(z0)
+    z = z0
+    yield z
+    for k in range(n_iter):
+        anchored = z + (z0 - z) / (k + 2) if k > 0 else z
+        g_prev = F(anchored - a(k) * g_prev)
+        z = anchored - a(k) * g_prev
+        yield z
+
+
+def _og_iterates(F, z0, n_iter, step):
+    """OG / Popov / past-EG: zt_k = z_k - a g_{k-1}; g_k = F(zt_k); z_{k+1} = z_k - a g_k; g_{-1} = F(z_0)."""
+    a = _schedule(step)
+    g_prev = F(z0)
+    z = z0
+    yield z
+    for k in range(n_iter):
+        g_prev = F(z - a(k) * g_prev)
+        z = z - a(k) * g_prev
+        yield z
+
+
+def _eg_iterates(F, z0, n_iter, explore, update=None):
+    """EG (Korpelevich): zh = z_k - a F(z_k); z_{k+1} = z_k - b F(zh), with b = a unless ``update`` is given
+    (DSEG: a larger exploration step than update step)."""
+    a = _schedule(explore)
+    b = a if update is None else _schedule(update)
+    z = z0
+    yield z
+    for k in range(n_iter):
+        zh = z - a(k) * F(z)
+        z = z - b(k) * F(zh)
+        yield z
+
+
+def _eag_c_iterates(F, z0, n_iter, step):
+    """EAG-C (Yoon & Ryu 2021), beta_k = 1/(k+2):
+    zh = z_k + beta_k (z_0 - z_k) - alpha F(z_k);  z_{k+1} = z_k + beta_k (z_0 - z_k) - alpha F(zh)."""
+    alpha = float(step)
+    z = z0
+    yield z
+    for k in range(n_iter):
+        beta = 1.0 / (k + 2)
+        zh = z + beta * (z0 - z) - alpha * F(z)
+        z = z + beta * (z0 - z) - alpha * F(zh)
+        yield z
+
+
+def _feg_iterates(F, z0, n_iter, step):
+    """FEG (Lee & Kim 2021, monotone case), beta_k = 1/(k+1), step = 1/L:
+    zh = z_k + beta_k (z_0 - z_k) - (1 - beta_k) step F(z_k);  z_{k+1} = z_k + beta_k (z_0 - z_k) - step F(zh)."""
+    a = float(step)
+    z = z0
+    yield z
+    for k in range(n_iter):
+        beta = 1.0 / (k + 1)
+        zh = z + beta * (z0 - z) - (1.0 - beta) * a * F(z)
+        z = z + beta * (z0 - z) - a * F(zh)
+        yield z
+
+
+def _gda_iterates(F, z0, n_iter, step, anchor="none"):
+    """(Anchored) gradient descent-ascent: z_{k+1} = z_k + beta_k (z_0 - z_k) - eta_k F(z_k).
+    SGDA with anchor "none"; the S-AGD ablation with anchor "k+2"."""
+    eta, beta = _schedule(step), _anchor_weight(anchor)
+    z = z0
+    yield z
+    for k in range(n_iter):
+        b = beta(k)
+        base = z if (b == 0.0 or k == 0) else z + b * (z0 - z)
+        z = base - eta(k) * F(z)
+        yield z
+
+
+def goma_momentum_iterates(F, z0, n_iter, gamma, eta):
+    """GOMA-D (beta_k = 1/(k+2), constant steps) in momentum ("Nesterov") form, which never uses z_0 after
+    the first step:  m_0 = z_0;  m_k = z_k + k/(k+2) (z_k - z_{k-1}) + (k+1)/(k+2) eta g_{k-1} (k >= 1);
+    zt_k = m_k - gamma g_{k-1};  g_k = F(zt_k);  z_{k+1} = m_k - eta g_k.  Yields z_0, ..., z_N.
+
+    Algebraically equal to the anchored form: m_k = z_k + (z_0 - z_k)/(k+2).
+    """
+    g = F(z0)
+    z_prev, z = None, z0
+    yield z
+    for k in range(n_iter):
+        m = z if k == 0 else z + (k / (k + 2)) * (z - z_prev) + ((k + 1) / (k + 2)) * eta * g
+        g = F(m - gamma * g)
+        z_prev, z = z, m - eta * g
+        yield z
+
+
+def resolve_steps(method: str, L: float, *, gamma=None, eta=None, step=None, anchor="k+2",
+                  damp_extrapolation=False, extrapolate_with="past", allow_eta_gt_gamma=False) -> dict:
+    """Validate the arguments of a deterministic method and return its resolved parameters.
+
+    Steps left as None take the defaults (in units of 1/L): GOMA gamma = 0.5/L, eta = 0.4/L; anchored Popov,
+    OG and EG 0.5/L; EAG-C 1/(8L); FEG 1/L. ``gamma``/``eta`` and the three flags apply to "goma" only;
+    ``step`` to the other methods. Raises ValueError naming the offending argument.
+    """
+    if method not in DETERMINISTIC_METHODS:
+        raise ValueError(f"method must be one of {list(DETERMINISTIC_METHODS)}, got {method!r}")
+    L = _check_positive(L, "L")
+    flags = {"anchor": anchor, "damp_extrapolation": damp_extrapolation, "extrapolate_with": extrapolate_with}
+    if method != "goma":
+        changed = [k for k, v in flags.items() if v != _FLAG_DEFAULTS[k]]
+        if changed:
+            raise ValueError(f"{', '.join(changed)} appl{'ies' if len(changed) == 1 else 'y'} to method='goma' "
+                             f"only, not to method={method!r}")
+        for name, value in (("gamma", gamma), ("eta", eta)):
+            if value is not None:
+                raise ValueError(f"{name} applies to method='goma' only; use step= for method={method!r}")
+        a = _DEFAULT_STEPS[method]["step"] / L if step is None else _check_positive(step, "step")
+        return {"step": a}
+    if step is not None:
+        raise ValueError("step does not apply to method='goma'; use gamma= and eta=")
+    if anchor not in ANCHORS:
+        raise ValueError(f"anchor must be one of {list(ANCHORS)}, got {anchor!r}")
+    if extrapolate_with not in EXTRAPOLATE_WITH:
+        raise ValueError(f"extrapolate_with must be one of {list(EXTRAPOLATE_WITH)}, got {extrapolate_with!r}")
+    if not isinstance(damp_extrapolation, (bool, np.bool_)):
+        raise ValueError(f"damp_extrapolation must be True or False, got {damp_extrapolation!r}")
+    g = _DEFAULT_STEPS["goma"]["gamma"] / L if gamma is None else _check_positive(gamma, "gamma")
+    e = _DEFAULT_STEPS["goma"]["eta"] / L if eta is None else _check_positive(eta, "eta")
+    if e > g and not allow_eta_gt_gamma:
+        raise ValueError(f"eta must be <= gamma for method='goma' (got eta={e}, gamma={g}); pass "
+                         "allow_eta_gt_gamma=True to explore that region")
+    return {"gamma": g, "eta": e, "anchor": anchor, "damp_extrapolation": bool(damp_extrapolation),
+            "extrapolate_with": extrapolate_with}
+
+
+def iterates(method: str, F, z0, n_iter: int, params: dict):
+    """Generator of the iterates z_0, ..., z_N of a deterministic method with resolved ``params``
+    (see :func:`resolve_steps`). ``F`` is the oracle; it may be a numpy operator or a PEPit gradient."""
+    if method == "goma":
+        return _goma_iterates(F, z0, n_iter, params["gamma"], params["eta"], params["anchor"],
+                              params["damp_extrapolation"], params["extrapolate_with"])
+    builder = {"anchored_popov": _anchored_popov_iterates, "og": _og_iterates, "eg": _eg_iterates,
+               "eag_c": _eag_c_iterates, "feg": _feg_iterates}[method]
+    return builder(F, z0, n_iter, params["step"])
+
+
+# ------------------------------------------------------------------------------------------------ traces
+@dataclass
+class DeterministicTrace:
+    """Result of :func:`run_deterministic`.
+
+    grad_norm_sq[k] = ||F(z_k)||^2 (n_iter+1 entries; inf after a divergence); oracle_calls[k] = cumulative
+    oracle calls after k iterations, including the initial call; z_last = last computed iterate; params =
+    resolved steps and flags; diverged_at = first k with h_k not finite or > 1e20 h_0, else None.
+    """
+
+    method: str
+    grad_norm_sq: np.ndarray
+    oracle_calls: np.ndarray
+    z_last: np.ndarray
+    params: dict
+    diverged_at: Optional[int] = None
+
+    @property
+    def calls_per_iter(self) -> float:
+        """Oracle calls per iteration, excluding the initial call (from the call counter)."""
+        n = len(self.oracle_calls) - 1
+        return float(self.oracle_calls[-1] - self.oracle_calls[0]) / n if n > 0 else 0.0
+
+
+@dataclass
+class StochasticTrace:
+    """Result of :func:`run_stochastic`.
+
+    mean_grad_norm_sq[k] and mean_dist_sq[k]: means over the n_runs trajectories of ||F(z_k)||^2 (exact F) and
+    ||z_k - z*||^2; grad_norm_sq_runs: the per-trajectory values, shape (n_runs, n_iter+1); oracle_calls:
+    cumulative calls per trajectory; diverged_at as in :class:`DeterministicTrace`.
+    """
+
+    method: str
+    mean_grad_norm_sq: np.ndarray
+    mean_dist_sq: np.ndarray
+    oracle_calls: np.ndarray
+    n_runs: int
+    diverged_at: Optional[int] = None
+    grad_norm_sq_runs: np.ndarray = field(default=None, repr=False)
+    params: dict = field(default_factory=dict)
+
+
+def _check_problem_z0(problem) -> np.ndarray:
+    z0 = np.asarray(problem.z0, dtype=float)
+    if z0.shape != (problem.dim,) or not np.all(np.isfinite(z0)):
+        raise ValueError(f"z0 must be a finite array of shape ({problem.dim},)")
+    return z0
+
+
+def run_deterministic(method: str, problem, n_iter: int, *, gamma=None, eta=None, step=None, anchor="k+2",
+                      damp_extrapolation=False, extrapolate_with="past",
+                      allow_eta_gt_gamma=False) -> DeterministicTrace:
+    """Run a deterministic method for ``n_iter`` iterations and monitor h_k = ||F(z_k)||^2 at every iterate.
+
+    Methods: "goma" (GOMA-D and its family, see the module docstring; flags ``anchor`` in {"k+2", "k+1",
+    "none"}, ``damp_extrapolation``, ``extrapolate_with`` in {"past", "current"}), "anchored_popov", "og",
+    "eg", "eag_c", "feg". Oracle calls are counted by a :class:`shared.oracles.CallCounter` around the operator
+    the method sees; monitoring uses the bare operator and is not counted. A run that diverges (h_k not
+    finite or > 1e20 h_0) stops, sets ``diverged_at = k`` and fills h from k on with inf.
+    """
+    n_iter = _check_n_iter(n_iter)
+    params = resolve_steps(method, problem.L, gamma=gamma, eta=eta, step=step, anchor=anchor,
+                           damp_extrapolation=damp_extrapolation, extrapolate_with=extrapolate_with,
+                           allow_eta_gt_gamma=allow_eta_gt_gamma)
+    z0 = _check_problem_z0(problem)
+    operator = problem.operator
+    oracle = CallCounter(operator)
+    h = np.full(n_iter + 1, np.inf)
+    calls = np.zeros(n_iter + 1, dtype=np.int64)
+    diverged_at, limit, z = None, None, z0
+    for k, z in enumerate(iterates(method, oracle, z0, n_iter, params)):
+        Fz = operator(z)
+        hk = float(Fz @ Fz)
+        calls[k] = oracle.calls
+        if k == 0:
+            limit = DIVERGENCE_FACTOR * hk if hk > 0 else DIVERGENCE_FACTOR
+        if not math.isfinite(hk) or hk > limit:
+            diverged_at = k
+            calls[k:] = oracle.calls
+            break
+        h[k] = hk
+    return DeterministicTrace(method=method, grad_norm_sq=h, oracle_calls=calls, z_last=np.array(z, dtype=float),
+                              params=params, diverged_at=diverged_at)
+
+
+def _stochastic_iterates(method, F, Z0, n_iter, L, eta0):
+    """The six stochastic methods on a batch Z0 (S, d); F draws one fresh sample per row and call."""
+    sqrt_step = lambda k: eta0 / (L * math.sqrt(k + 1))  # noqa: E731
+    goma_step = lambda k: eta0 / (L * (k + 1) ** 0.75)  # noqa: E731
+    if method == "s_goma":
+        return _goma_iterates(F, Z0, n_iter, goma_step, goma_step, "k+2", False, "past")
+    if method == "s_agd":
+        return _gda_iterates(F, Z0, n_iter, goma_step, anchor="k+2")
+    if method == "sgda":
+        return _gda_iterates(F, Z0, n_iter, sqrt_step, anchor="none")
+    if method == "seg":
+        return _eg_iterates(F, Z0, n_iter, sqrt_step)
+    if method == "sog":
+        return _og_iterates(F, Z0, n_iter, sqrt_step)
+    return _eg_iterates(F, Z0, n_iter, lambda k: eta0 / (L * (k + 1) ** (1 / 3)),
+                        lambda k: eta0 / (L * (k + 1) ** (2 / 3)))
+
+
+def run_stochastic(method: str, problem, n_iter: int, *, n_runs: int, seed, eta0: float = 0.5) -> StochasticTrace:
+    """Run a stochastic method on ``n_runs`` trajectories at once (an (S, d) array), one sample per call.
+
+    Schedules (eta0 = 0.5 by default; beta_k = 1/(k+2)):
+      s_goma  GOMA loop, gamma_k = eta_k = eta0/(L (k+1)^{3/4}), g_{-1} one sample at z_0 [reconstructed];
+      s_agd   z_{k+1} = z_k + beta_k (z_0 - z_k) - eta_k F(z_k; xi), S-GOMA's eta_k (ablation, no optimism);
+      sgda    z_{k+1} = z_k - eta_k F(z_k; xi), eta_k = eta0/(L sqrt(k+1));
+      seg     EG with two independent samples, both steps eta0/(L sqrt(k+1));
+      sog     OG with gamma_k = eta_k = eta0/(L sqrt(k+1));
+      dseg    EG with exploration eta0/(L (k+1)^{1/3}) and update eta0/(L (k+1)^{2/3}) (Hsieh et al. 2020).
+    ``seed`` (int, SeedSequence or Generator) gives the one generator that serves all trajectories. The means
+    over trajectories of ||F(z_k)||^2 (exact F, not counted) and ||z_k - z*||^2 are recorded at every k.
+    """
+    if method not in STOCHASTIC_METHODS:
+        raise ValueError(f"method must be one of {list(STOCHASTIC_METHODS)}, got {method!r}")
+    n_iter = _check_n_iter(n_iter)
+    if isinstance(n_runs, bool) or not isinstance(n_runs, (int, np.integer)) or n_runs < 1:
+        raise ValueError(f"n_runs must be an integer >= 1, got {n_runs!r}")
+    eta0 = _check_positive(eta0, "eta0")
+    if problem.sample is None:
+        raise ValueError(f"problem {problem.name!r} has no stochastic oracle (its sample is None)")
+    z0 = _check_problem_z0(problem)
+    rng = np.random.default_rng(seed)
+    sample = problem.sample
+    oracle = CallCounter(lambda z: sample(z, rng))
+    operator, z_star = problem.operator, np.asarray(problem.z_star)
+    Z0 = np.tile(z0, (int(n_runs), 1))
+    h_runs = np.full((n_iter + 1, int(n_runs)), np.inf)
+    dist = np.full(n_iter + 1, np.inf)
+    calls = np.zeros(n_iter + 1, dtype=np.int64)
+    diverged_at, limit = None, None
+    for k, Z in enumerate(_stochastic_iterates(method, oracle, Z0, n_iter, problem.L, eta0)):
+        Fz = operator(Z)
+        hk = np.einsum("ij,ij->i", Fz, Fz)
+        D = Z - z_star
+        mean_h = float(hk.mean())
+        calls[k] = oracle.calls
+        if k == 0:
+            limit = DIVERGENCE_FACTOR * mean_h if mean_h > 0 else DIVERGENCE_FACTOR
+        if not math.isfinite(mean_h) or mean_h > limit:
+            diverged_at = k
+            calls[k:] = oracle.calls
+            break
+        h_runs[k] = hk
+        dist[k] = float(np.einsum("ij,ij->", D, D)) / n_runs
+    return StochasticTrace(method=method, mean_grad_norm_sq=h_runs.mean(axis=1), mean_dist_sq=dist,
+                           oracle_calls=calls, n_runs=int(n_runs), diverged_at=diverged_at,
+                           grad_norm_sq_runs=np.ascontiguousarray(h_runs.T), params={"eta0": eta0})

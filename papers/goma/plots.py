@@ -1,0 +1,203 @@
+"""Figures and tables of the goma reproduction, drawn from saved results (never recomputed).
+
+``python -m papers.goma.plots --results results/quick/goma --out figures/quick/goma --scale quick``
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from shared.plotting import main, method_colors, new_figure, save_figure
+from shared.results import atomic_write_text, read_arrays, read_metrics
+
+from papers.goma.methods import DETERMINISTIC_METHODS, STOCHASTIC_METHODS
+
+__all__ = ["make_figures", "LABELS"]
+
+LABELS = {"goma": "GOMA", "anchored_popov": "Anchored Popov", "og": "OG", "eg": "EG", "eag_c": "EAG-C",
+          "feg": "FEG", "s_goma": "S-GOMA", "s_agd": "S-AGD", "sgda": "SGDA", "seg": "SEG", "sog": "SOG",
+          "dseg": "DSEG"}
+COLORS = method_colors(list(DETERMINISTIC_METHODS) + list(STOCHASTIC_METHODS))
+STYLES = {"og": "--", "s_agd": "--"}  # drawn dashed: they overlap EG and S-GOMA
+
+
+def _reference_lines(ax, k, h_at_1, slopes=(-1, -2)):
+    for slope, style in zip(slopes, (":", "--")):
+        ax.plot(k, h_at_1 * k ** float(slope), color="0.5", linestyle=style, linewidth=1,
+                label=f"slope {slope}")
+
+
+def _p1_figures(results: Path, out: Path) -> None:
+    traces = read_arrays(results / "deterministic" / "traces.npz")
+    for x_axis, name in (("iter", "p1_gradnorm_vs_iter.png"), ("calls", "p1_gradnorm_vs_calls.png")):
+        fig, axes = new_figure(width=5.0, height=3.6)
+        ax = axes[0, 0]
+        h0 = None
+        for method in DETERMINISTIC_METHODS:
+            key = f"p1__{method}__h"
+            if key not in traces:
+                continue
+            h = traces[key]
+            x = np.arange(h.size) if x_axis == "iter" else traces[f"p1__{method}__calls"]
+            keep = (x >= 1) & np.isfinite(h) & (h > 0)
+            ax.loglog(x[keep], h[keep], color=COLORS[method], linestyle=STYLES.get(method, "-"),
+                      label=LABELS[method])
+            h0 = h[0]
+        k = np.logspace(0, math.log10(max(2, h.size - 1)), 50)
+        _reference_lines(ax, k, h0)
+        ax.set_xlabel("iteration k" if x_axis == "iter" else "oracle calls")
+        ax.set_ylabel(r"$\|F(z_k)\|^2$")
+        ax.set_title("P1 log-spectrum bilinear: last iterate")
+        ax.legend(fontsize=7, ncol=2)
+        save_figure(fig, out / name)
+
+
+def _envelope_table(results: Path, out: Path) -> None:
+    metrics = read_metrics(results / "deterministic" / "metrics.json")
+    runs = metrics["envelope"]["runs"]
+    methods = [m for m in DETERMINISTIC_METHODS if m in metrics["envelope"]["max"]]
+    rows = [{"run": run, **{LABELS[m]: values.get(m, float("nan")) for m in methods}} for run, values in runs.items()]
+    rows.append({"run": "max", **{LABELS[m]: metrics["envelope"]["max"][m] for m in methods}})
+    frame = pd.DataFrame(rows)
+    lines = ["**Envelope E = max_k k^2 ||F(z_k)||^2 / (L^2 ||z_0 - z*||^2), per instance and seed "
+             f"(K = {metrics['K']})**", "",
+             "| " + " | ".join(frame.columns) + " |", "|" + "|".join("---" for _ in frame.columns) + "|"]
+    for row in frame.itertuples(index=False):
+        lines.append("| " + " | ".join(str(row[0]) if i == 0 else f"{v:.4g}" for i, v in enumerate(row)) + " |")
+    lines += ["", "Published bounds: FEG E <= 4 (Lee & Kim 2021); EAG-C E <= 256 (Yoon & Ryu 2021)."]
+    atomic_write_text(out / "envelope_table.md", "\n".join(lines) + "\n")
+
+
+def _stochastic_figure(results: Path, out: Path) -> None:
+    traces = read_arrays(results / "stochastic" / "traces.npz")
+    fig, axes = new_figure(ncols=2, width=4.4, height=3.4)
+    for method in STOCHASTIC_METHODS:
+        if f"s1__{method}__h" not in traces:
+            continue
+        for ax, series in zip(axes[0], ("h", "dist")):
+            y = traces[f"s1__{method}__{series}"]
+            k = np.arange(y.size)
+            keep = (k >= 1) & np.isfinite(y) & (y > 0)
+            ax.loglog(k[keep], y[keep], color=COLORS[method], linestyle=STYLES.get(method, "-"),
+                      label=LABELS[method])
+    k = np.logspace(0, math.log10(max(2, y.size - 1)), 50)
+    axes[0, 0].plot(k, traces["s1__s_goma__h"][1] * k ** -0.5, color="0.5", linestyle="--", linewidth=1,
+                    label="slope -1/2")
+    axes[0, 0].set_ylabel(r"mean $\|F(z_k)\|^2$")
+    axes[0, 1].set_ylabel(r"mean $\|z_k - z^*\|^2$")
+    for ax in axes[0]:
+        ax.set_xlabel("iteration k")
+    axes[0, 0].set_title("S1: residual (mean over trajectories)")
+    axes[0, 1].set_title("S1: distance to the solution")
+    axes[0, 0].legend(fontsize=7, ncol=2)
+    save_figure(fig, out / "s1_stochastic.png")
+
+
+def _pep_figure(results: Path, out: Path) -> None:
+    pep = read_metrics(results / "pep" / "metrics.json")["pep"]
+    fig, axes = new_figure(width=4.6, height=3.4)
+    ax = axes[0, 0]
+    all_N = []
+    for method, taus in pep["tau"].items():
+        N = np.array([int(k[1:]) for k in taus])
+        order = np.argsort(N)
+        tau = np.array(list(taus.values()))[order]
+        ax.loglog(N[order], tau, marker="o", color=COLORS[method], label=LABELS[method])
+        all_N.extend(N.tolist())
+    grid = np.linspace(min(all_N), max(all_N), 50)
+    ax.loglog(grid, 4.0 / grid ** 2, color="0.5", linestyle="--", linewidth=1, label=r"$4/N^2$ (FEG, tight)")
+    ticks = sorted(set(all_N))
+    ax.set_xticks(ticks, [str(n) for n in ticks])
+    ax.minorticks_off()
+    ax.set_xlabel("iterations N")
+    ax.set_ylabel(r"worst case $\tau(N)$ of $\|F(z_N)\|^2$")
+    ax.set_title(f"PEP, monotone 1-Lipschitz ({pep['solver']})")
+    ax.legend(fontsize=7)
+    save_figure(fig, out / "pep_worst_case.png")
+
+
+def _stability_figure(results: Path, out: Path) -> None:
+    stab = read_metrics(results / "stability" / "metrics.json")["stability"]
+    gammas, etas = stab["gamma_L"], stab["eta_L"]
+    grid = np.array([[float(stab["converged"][f"g{int(round(100 * g)):03d}_e{int(round(100 * e)):03d}"])
+                      for g in gammas] for e in etas])
+    fig, axes = new_figure(width=4.6, height=3.4)
+    ax = axes[0, 0]
+    ax.imshow(grid, origin="lower", cmap="RdYlGn", vmin=0, vmax=1, aspect="auto",
+              extent=(gammas[0] - 0.05, gammas[-1] + 0.05, etas[0] - 0.05, etas[-1] + 0.05))
+    ax.set_xlabel(r"$\gamma L$")
+    ax.set_ylabel(r"$\eta L$")
+    ax.set_title(f"GOMA on P2, K = {stab['K']}: green converged, red not", fontsize=8)
+    ax.grid(False)
+    save_figure(fig, out / "stability_map.png")
+
+
+def _fmt_calls(value) -> str:
+    return str(value) if isinstance(value, int) else "not reached"
+
+
+def _performance_table(results: Path, out: Path) -> None:
+    base = results / "performance"
+    perf = read_metrics(base / "metrics.json")["performance"]
+    timings = read_metrics(base / "timings.json")
+    hardware = read_metrics(base / "provenance.json").get("hardware", {})
+    lines = [f"**Time and oracle calls to reach h_k <= eps h_0** (median of {perf['repeats']} repeats, BLAS "
+             f"pinned to one thread; hardware: {hardware.get('cpu', 'unknown')}, {hardware.get('cores', '?')} "
+             "cores; times are the bare method loop for the calls shown, without monitoring)", ""]
+    eps_keys = None
+    for inst, by_method in perf["calls_to_eps"].items():
+        eps_keys = eps_keys or list(next(iter(by_method.values())))
+        header = ["instance (call budget)", "method"] + [c for k in eps_keys
+                                                        for c in (f"calls to {k[3:]}", f"ms to {k[3:]}")]
+        if not lines[-1].startswith("|"):
+            lines += ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+        for method in [m for m in DETERMINISTIC_METHODS if m in by_method]:
+            calls = by_method[method]
+            cells = [f"{inst} ({perf['max_calls'][inst]})", LABELS[method]]
+            for k in eps_keys:
+                t = timings[inst][method].get(k)
+                cells += [_fmt_calls(calls[k]), "-" if t is None else f"{1e3 * t:.3g}"]
+            lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "**Ratios**", "", "| ratio | instance | value |", "|---|---|---|"]
+    per = perf["per_calls"]
+    for inst, t in timings.items():
+        goma_t, eg_t = t.get(f"time_per_{per}_calls_goma"), t.get(f"time_per_{per}_calls_eg")
+        if goma_t and eg_t:
+            lines.append(f"| time per {per} calls, GOMA / EG | {inst} | {goma_t / eg_t:.3g} |")
+    for inst, ratios in perf["ratios"].items():
+        for key, value in ratios.items():
+            other = "EAG-C" if "eag_c" in key else "FEG"
+            lines.append(f"| calls to {key.rsplit('eps', 1)[1]}, GOMA / {other} | {inst} | {value:.3g} |")
+    for inst, t in timings.items():
+        smallest = eps_keys[-1] if eps_keys else None
+        goma_time = t.get("goma", {}).get(smallest) if smallest else None
+        if goma_time is not None and t.get("direct_solve"):
+            lines.append(f"| GOMA time to {smallest[3:]} / np.linalg.solve for z* | {inst} | "
+                         f"{goma_time / t['direct_solve']:.3g} |")
+    for inst, t in timings.items():
+        if t.get("direct_solve"):
+            lines.append(f"| np.linalg.solve time for z* (ms) | {inst} | {1e3 * t['direct_solve']:.3g} |")
+    atomic_write_text(out / "performance_table.md", "\n".join(lines) + "\n")
+
+
+def make_figures(results_dir, out_dir, scale: str) -> None:
+    """Write every figure and table whose results exist under ``results_dir`` (stability at full only)."""
+    results, out = Path(results_dir), Path(out_dir)
+    if (results / "deterministic" / "traces.npz").exists():
+        _p1_figures(results, out)
+        _envelope_table(results, out)
+    if (results / "stochastic" / "traces.npz").exists():
+        _stochastic_figure(results, out)
+    if (results / "pep" / "metrics.json").exists():
+        _pep_figure(results, out)
+    if (results / "stability" / "metrics.json").exists():
+        _stability_figure(results, out)
+    if (results / "performance" / "metrics.json").exists():
+        _performance_table(results, out)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(make_figures))

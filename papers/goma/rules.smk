@@ -1,0 +1,1 @@
+# goma has no paper-specific rules: all data are synthetic and generated inside the experiments.

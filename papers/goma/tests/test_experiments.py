@@ -1,0 +1,75 @@
+"""The smoke scale end to end: every experiment through the shared runner, figures, claims keys, determinism."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from shared.config import load_paper_config, load_yaml, validate
+from shared.experiment import RunContext, run_experiment
+from shared.results import get_key, read_metrics
+
+from papers.goma import experiments as E
+from papers.goma.methods import run_deterministic
+from papers.goma.plots import make_figures
+from papers.goma.problems import make_problem
+
+HERE = Path(__file__).resolve().parent.parent
+CONFIG = HERE / "config.yaml"
+
+
+@pytest.fixture(scope="module")
+def smoke_results(tmp_path_factory):
+    root = tmp_path_factory.mktemp("smoke")
+    for name in load_paper_config(CONFIG)["smoke"]["experiments"]:
+        run_experiment(E.EXPERIMENTS, name, CONFIG, "smoke", root / name)
+    return root
+
+
+def test_every_smoke_figure_is_written(smoke_results, tmp_path):
+    make_figures(smoke_results, tmp_path, "smoke")
+    for figure in load_paper_config(CONFIG)["smoke"]["figures"]:
+        assert (tmp_path / figure).stat().st_size > 0, figure
+
+
+def test_claim_keys_exist_at_smoke(smoke_results):
+    claims = validate(load_yaml(HERE / "claims.yaml"), "claims.schema.json", where="claims")
+    for claim in claims:
+        for part in ("metric", "spread"):
+            if part in claim:
+                value = get_key(read_metrics(smoke_results / claim[part]["file"]), claim[part]["key"])
+                assert isinstance(value, (int, float)), (claim["id"], part, value)
+
+
+def test_deterministic_metrics_are_byte_identical(smoke_results, tmp_path):
+    run_experiment(E.EXPERIMENTS, "deterministic", CONFIG, "smoke", tmp_path / "again")
+    assert (tmp_path / "again" / "metrics.json").read_bytes() == \
+        (smoke_results / "deterministic" / "metrics.json").read_bytes()
+
+
+def test_smoke_single_call_property(smoke_results):
+    calls = read_metrics(smoke_results / "deterministic" / "metrics.json")["calls_per_iter"]
+    assert calls == {"goma": 1.0, "anchored_popov": 1.0, "og": 1.0, "eg": 2.0, "eag_c": 2.0, "feg": 2.0}
+
+
+def test_stability_experiment_tiny_grid(tmp_path):
+    ctx = RunContext(name="stability", scale="smoke", seed=0, out_dir=tmp_path)
+    params = {"K": 60, "instance": {"problem": "random_bilinear", "params": {"n": 4}, "seed": 0},
+              "gamma_L": [0.5, 1.5], "eta_L": [0.2, 1.4]}
+    rows, metrics = E.stability(params, ctx)
+    conv = metrics["stability"]["converged"]
+    assert set(conv) == {"g050_e020", "g050_e140", "g150_e020", "g150_e140"}
+    assert conv["g050_e020"] is True
+    assert len(rows) == 4
+
+
+def test_divergence_is_an_error_unless_allowed():
+    p = make_problem("bilinear", A=[[0.7]], z0=[2.0, -1.0])
+    trace = run_deterministic("eg", p, 50, step=5.0)
+    with pytest.raises(E.DivergenceError, match="'eg'.*'scalar'.*step"):
+        E._check_diverged(trace, "eg", "scalar", may_diverge=[])
+    E._check_diverged(trace, "eg", "scalar", may_diverge=["eg"])
+
+
+def test_log_steps():
+    steps = E.log_steps(1000)
+    assert steps[0] == 0 and steps[-1] == 1000 and np.all(np.diff(steps) > 0)

@@ -1,0 +1,218 @@
+"""Figures and tables of the MiP-CRIM reproduction; they read results, never recompute them.
+
+``python -m papers.mipcrim.plots --results results/quick/mipcrim --out figures/quick/mipcrim --scale quick``
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from shared.plotting import main, method_colors, new_figure, save_figure
+from shared.results import atomic_write_text, read_metrics, read_tidy, write_markdown_table
+
+METHODS = ["mip_crim", "greedy", "bsb", "sa", "paper", "gw_sdp", "karmarkar_karp", "lpt", "negctl"]
+COL = method_colors(METHODS)
+LABEL = {"mip_crim": "MiP-CRIM", "greedy": "greedy 1-flip", "bsb": "ballistic SB", "sa": "SA (dwave-samplers)",
+         "paper": "paper", "gw_sdp": "GW-SDP", "karmarkar_karp": "Karmarkar-Karp", "lpt": "LPT"}
+
+
+def _json(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def fig_landscape(res: Path, out: Path):
+    df = read_tidy(res / "landscape" / "results.csv")
+    piv = df[df.metric == "n_minima"].pivot_table(index="seed", columns="method", values="value")
+    fig, axes = new_figure(1, 1, width=6.0)
+    ax = axes[0, 0]
+    x = piv.index.to_numpy()
+    ax.plot(x, piv["one_flip"], "o", ms=7, mfc="none", color=COL["greedy"], label="one-flip minima of E")
+    ax.plot(x, piv["corner_admissible"], "x", color=COL["mip_crim"], label="strict corners, admissible f")
+    ax.plot(x, piv["corner_negctl"], "+", ms=8, color=COL["negctl"], label="strict corners, alpha above range")
+    ax.set_xlabel("instance (even: +-1 couplings, odd: 3-decimal Gaussian)")
+    ax.set_ylabel("count")
+    ax.set_yscale("log")
+    ax.set_title("Landscape equivalence (brute force over all 2^n corners)")
+    ax.legend(fontsize=7)
+    save_figure(fig, out / "landscape.png")
+
+
+def fig_sk_goe(res: Path, out: Path):
+    df = read_tidy(res / "sk_goe" / "results.csv")
+    met = read_metrics(res / "sk_goe" / "metrics.json")
+    fig, axes = new_figure(2, 1)
+    for ax, cls, ylab in ((axes[0, 0], "sk", "E / (n^1.5 / sqrt 2)"), (axes[0, 1], "goe", "E / n")):
+        sub = df[df.metric == f"{cls}_norm_energy"]
+        nmax = sub.step.max()
+        sub = sub[sub.step == nmax]
+        for k, meth in enumerate(("mip_crim", "greedy", "bsb")):
+            s = sub[sub.method == meth]
+            ax.plot(s["trial"] + 0.1 * (k - 1), s["value"], "o", color=COL[meth], label=LABEL[meth])
+        if "paper_mean" in met[cls]:
+            ax.axhline(met[cls]["paper_mean"], color=COL["paper"], ls="--", label="paper mean (Table 2)")
+        ax.set_xticks(sorted(int(t) for t in sub["trial"].unique()))
+        ax.set_xlabel("trial (seed 137 trial + 42)")
+        ax.set_ylabel(ylab)
+        ax.set_title(f"{cls.upper()}, n = {int(nmax)}")
+    axes[0, 0].legend(fontsize=7)
+    save_figure(fig, out / "sk_goe.png")
+
+
+def _gset_frame(res: Path) -> pd.DataFrame:
+    met = read_metrics(res / "gset" / "metrics.json")["gset"]
+    tim = _json(res / "gset" / "timings.json")
+    rows = []
+    for g, v in met.items():
+        if not isinstance(v, dict):
+            continue
+        t = tim.get(g, {})
+        rows.append({"graph": g, "n": v["n"], "best_known": v["best_known"], "MiP-CRIM cut": v["best_cut"],
+                     "gap %": v["rel_gap_pct"], "Table 4 cut": v.get("table4_cut", float("nan")),
+                     "Table 4 gap %": v.get("table4_gap_pct", float("nan")), "SA cut": v["sa_best_cut"],
+                     "SA gap %": v["sa_gap_pct"], "greedy cut": v["greedy_best_cut"],
+                     "greedy gap %": v["greedy_gap_pct"], "best tau": v["best_tau"], "sync (best)": v["sync_best"],
+                     "mean sync": v["mean_sync"], "runs": v["n_runs"],
+                     "MiP-CRIM s/run": t.get("mip_s_per_run", float("nan")),
+                     "SA s (all reads)": t.get("sa_s", float("nan"))})
+    df = pd.DataFrame(rows)
+    for c in ("MiP-CRIM cut", "SA cut", "greedy cut"):
+        df[c] = df[c].round().astype(int)
+    return df
+
+
+def fig_gset(res: Path, out: Path):
+    df = _gset_frame(res)
+    fig, axes = new_figure(1, 1, width=6.0)
+    ax = axes[0, 0]
+    x = np.arange(len(df))
+    for k, (col, meth) in enumerate((("gap %", "mip_crim"), ("Table 4 gap %", "paper"), ("SA gap %", "sa"),
+                                     ("greedy gap %", "greedy"))):
+        ax.bar(x + 0.2 * (k - 1.5), df[col], width=0.2, color=COL[meth],
+               label="paper Table 4" if meth == "paper" else LABEL[meth])
+    ax.axhline(1.0, color="k", lw=0.8, ls=":")
+    ax.set_xticks(x, df["graph"])
+    ax.set_yscale("symlog", linthresh=0.1)
+    ax.set_ylabel("gap to best-known (%)")
+    ax.set_title("G-set: relative gap (best over tau grid x seeds)")
+    ax.legend(fontsize=7)
+    save_figure(fig, out / "gset_gap.png")
+    write_markdown_table(df, out / "gset_table.md", floatfmt=".4g",
+                         title="G-set MAX-CUT: MiP-CRIM (Table-4 alpha, beta, lam; best over tau grid x seeds) "
+                               "vs SA and greedy; times are wall seconds on the machine named in provenance")
+
+
+def fig_tau(res: Path, out: Path):
+    df = read_tidy(res / "tau_sweep" / "results.csv")
+    fig, axes = new_figure(2, 1)
+    graphs = list(dict.fromkeys(df["graph"]))
+    cols = method_colors(graphs)
+    for g in graphs:
+        sub = df[df.graph == g]
+        cut = sub[sub.metric == "cut"].groupby("tau")["value"]
+        syn = sub[sub.metric == "sync"].groupby("tau")["value"].mean()
+        bk = cut.max().max()
+        axes[0, 0].plot(cut.max().index, cut.max() / bk, "o-", color=cols[g], label=f"{g} best")
+        axes[0, 0].plot(cut.mean().index, cut.mean() / bk, "o:", color=cols[g], alpha=0.6)
+        axes[0, 1].plot(syn.index, syn, "o-", color=cols[g], label=g)
+    axes[0, 0].set_ylabel("cut / sweep best (solid: best, dotted: mean)")
+    axes[0, 1].set_ylabel("mean sync")
+    axes[0, 1].axhline(0.98, color="k", ls=":", lw=0.8)
+    for ax in axes[0]:
+        ax.set_xlabel("Adam step tau")
+        ax.legend(fontsize=7)
+    save_figure(fig, out / "tau_sweep.png")
+
+
+def fig_npp(res: Path, out: Path):
+    df = read_tidy(res / "npp" / "results.csv")
+    fig, axes = new_figure(1, 1)
+    ax = axes[0, 0]
+    floor = 1e-18
+    mip = df[df.method == "mip_crim"]
+    for inst, s in mip.groupby("instance"):
+        ax.plot(np.full(len(s), inst) - 0.1, np.maximum(s["value"], floor), ".", color=COL["mip_crim"], alpha=0.4)
+    best = mip.groupby("instance")["value"].min()
+    ax.plot(best.index - 0.1, np.maximum(best, floor), "o", color=COL["mip_crim"], label="MiP-CRIM (runs; best)")
+    for meth, dx in (("lpt", 0.0), ("karmarkar_karp", 0.1)):
+        s = df[df.method == meth]
+        ax.plot(s["instance"] + dx, np.maximum(s["value"], floor), "s", color=COL[meth], label=LABEL[meth])
+    ax.axhline(0.014, color=COL["paper"], ls="--", label="paper mean (Table 1)")
+    ax.set_yscale("log")
+    ax.set_xlabel("instance (a = U(0,1)^n, seed)")
+    ax.set_ylabel("discrepancy |a.s| (floor 1e-18)")
+    ax.legend(fontsize=7)
+    save_figure(fig, out / "npp.png")
+
+
+def fig_kn(res: Path, out: Path):
+    met = read_metrics(res / "kn_gw" / "metrics.json")["kn"]
+    tim = _json(res / "kn_gw" / "timings.json")
+    ns = sorted(int(k) for k in met)
+    fig, axes = new_figure(2, 1)
+    ax = axes[0, 0]
+    ax.plot(ns, [met[str(n)]["mip_best_cut"] for n in ns], "o-", color=COL["mip_crim"], label="MiP-CRIM best")
+    gw = [n for n in ns if "gw_cut" in met[str(n)]]
+    ax.plot(gw, [met[str(n)]["gw_cut"] for n in gw], "s-", color=COL["gw_sdp"], label="GW best rounding")
+    ax.plot(gw, [met[str(n)]["sdp_bound"] for n in gw], "^:", color=COL["gw_sdp"], label="SDP bound")
+    ax.set_xlabel("n")
+    ax.set_ylabel("cut")
+    ax.set_title("K_n with +-1 weights")
+    ax.legend(fontsize=7)
+    ax = axes[0, 1]
+    ax.plot(ns, [tim.get(str(n), {}).get("mip_total_s", np.nan) for n in ns], "o-", color=COL["mip_crim"],
+            label="MiP-CRIM (all runs)")
+    ttt = [tim.get(str(n), {}).get("mip_time_to_target_s") for n in gw]
+    ax.plot(gw, [np.nan if v is None else v for v in ttt], "o:", color=COL["mip_crim"], label="MiP-CRIM to GW cut")
+    ax.plot(gw, [tim.get(str(n), {}).get("gw_s", np.nan) for n in gw], "s-", color=COL["gw_sdp"], label="GW-SDP")
+    ax.set_xlabel("n")
+    ax.set_ylabel("wall seconds")
+    ax.set_yscale("log")
+    ax.legend(fontsize=7)
+    save_figure(fig, out / "kn_gw.png")
+
+
+def table_performance(res: Path, out: Path):
+    perf = _json(res / "performance" / "timings.json")
+    pm = read_metrics(res / "performance" / "metrics.json")["perf"]
+    kt = _json(res / "kn_gw" / "timings.json")
+    km = read_metrics(res / "kn_gw" / "metrics.json")["kn"] if (res / "kn_gw" / "metrics.json").is_file() else {}
+    rows = [{"task": f"MAX-CUT {perf.get('graph')} ({perf.get('restarts')} restarts/reads)",
+             "reference": "dwave-samplers SA, 1000 sweeps", "t_reference_s": perf.get("sa_s", float("nan")),
+             "t_mip_crim_s": perf.get("mip_s", float("nan")),
+             "ratio mip/ref": perf.get("ratio_mip_over_sa", float("nan")),
+             "quality (mip - ref)": f"cut {pm['mip_minus_sa_cut']:+g}"},
+            {"task": f"NPP n=1000 ({perf.get('restarts')} MiP-CRIM runs)", "reference": "Karmarkar-Karp",
+             "t_reference_s": perf.get("npp_kk_s", float("nan")), "t_mip_crim_s": perf.get("npp_mip_s", float("nan")),
+             "ratio mip/ref": perf.get("npp_ratio_mip_over_kk", float("nan")),
+             "quality (mip - ref)": f"discrepancy {pm['npp_mip_discrepancy']:.2g} vs {pm['npp_kk_discrepancy']:.2g}"}]
+    for n, t in sorted(kt.items(), key=lambda kv: int(kv[0])):
+        if "gw_s" in t and t.get("mip_time_to_target_s") is not None:
+            rows.append({"task": f"K_{n} +-1 MAX-CUT, time to GW's cut", "reference": f"GW-SDP ({t['gw_backend']})",
+                         "t_reference_s": t["gw_s"], "t_mip_crim_s": t["mip_time_to_target_s"],
+                         "ratio mip/ref": t["mip_time_to_target_s"] / t["gw_s"],
+                         "quality (mip - ref)": f"cut {km.get(n, {}).get('mip_minus_gw', float('nan')):+g}"})
+    df = pd.DataFrame(rows)
+    cpu = perf.get("cpu", "unknown CPU")
+    write_markdown_table(df, out / "performance_table.md", floatfmt=".3g",
+                         title=f"Performance, one BLAS thread, wall seconds (min of repeats) on {cpu}")
+    text = (out / "performance_table.md").read_text(encoding="utf-8")
+    atomic_write_text(out / "performance_table.md", text + "\nHardware: " + cpu + ", 1 thread.\n")
+
+
+def make_figures(results_dir: Path, out_dir: Path, scale: str) -> None:
+    """Write every figure and table listed under the scale's ``figures:`` in config.yaml."""
+    res, out = Path(results_dir), Path(out_dir)
+    fig_landscape(res, out)
+    fig_sk_goe(res, out)
+    fig_gset(res, out)
+    fig_tau(res, out)
+    fig_npp(res, out)
+    fig_kn(res, out)
+    table_performance(res, out)
+
+
+if __name__ == "__main__":
+    main(make_figures)

@@ -1,0 +1,10 @@
+# mipcrim data rule: a G-set graph, fetched from its canonical URL or the offline mirror (REPRO_DATA_MIRROR) and
+# verified by the SHA-256 of its canonical text (committed in papers/mipcrim/gset_checksums.csv).
+rule mipcrim_fetch_gset:
+    output:
+        "data/mipcrim/gset/{name}.txt"
+    wildcard_constraints:
+        name="G[0-9]+"
+    run:
+        from papers.mipcrim.gset import fetch_gset
+        fetch_gset(wildcards.name, output[0])

@@ -1,0 +1,362 @@
+r"""Success conditioning at one state (a bandit): the operator, its influence terms and the chi-square
+trust region it solves.
+
+Notation (one state, actions a = 1..A): behaviour policy :math:`\pi(a)`, success probability of each action
+:math:`q(a) = P(S=1 \mid a) \in [0,1]`, value :math:`V = \sum_a \pi(a) q(a) = P(S=1)`.
+
+Success conditioning (SC) keeps the successful draws and fits the policy to their actions; at the
+population level this is Bayes' rule
+
+.. math:: \pi^+(a) = P(a \mid S=1) = \pi(a)\, q(a) / V.
+
+Per-state identity (reconstructed from the abstract of Russo, ICML 2026, arXiv:2601.18175): since
+:math:`\pi^+/\pi = q/V`,
+
+.. math::
+    \frac{\sum_a \pi^+(a) q(a) - V}{V} \;=\; \chi^2(\pi^+ \,\|\, \pi) = \sum_a \pi(a) (\pi^+(a)/\pi(a) - 1)^2
+    \;=\; I = \frac{\operatorname{Var}_{a\sim\pi}[q(a)]}{V^2},
+
+relative improvement = policy change = action-influence (squared coefficient of variation of q under pi).
+"""
+from __future__ import annotations
+
+import math
+from numbers import Real
+
+import numpy as np
+from scipy.optimize import minimize
+
+__all__ = [
+    "success_condition", "influence_terms", "chi2_divergence", "chi2_trust_region", "threshold_bandit",
+    "check_distribution", "check_success_probability",
+]
+
+PROB_TOL = 1e-9
+_SOLVERS = ("closed_form", "numeric", "cvxpy")
+
+
+# ----------------------------------------------------------------------------------------------- validation
+def check_distribution(x, name: str, *, axis: int = -1, tol: float = PROB_TOL) -> np.ndarray:
+    """Return ``x`` as a float array after checking it holds probability vectors along ``axis``.
+
+    Raises ValueError naming ``name`` when an entry is NaN/Inf or negative, or a row does not sum to 1
+    within ``tol``.
+    """
+    arr = np.asarray(x, dtype=float)
+    if arr.ndim == 0 or arr.shape[axis] == 0:
+        raise ValueError(f"{name}: expected probability vectors along axis {axis}, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name}: contains NaN or Inf")
+    if np.any(arr < 0):
+        raise ValueError(f"{name}: contains negative probabilities (min {arr.min():.3g})")
+    err = np.max(np.abs(arr.sum(axis=axis) - 1.0))
+    if err > tol:
+        raise ValueError(f"{name}: rows must sum to 1 within {tol:g} (largest deviation {err:.3g})")
+    return arr
+
+
+def check_success_probability(x, name: str) -> np.ndarray:
+    """Return ``x`` as a float array after checking every entry is a probability in [0, 1]."""
+    arr = np.asarray(x, dtype=float)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name}: contains NaN or Inf")
+    if np.any(arr < 0) or np.any(arr > 1):
+        raise ValueError(f"{name}: success probabilities must lie in [0, 1] (range [{arr.min():.3g}, "
+                         f"{arr.max():.3g}])")
+    return arr
+
+
+def _check_pair(pi, q, *, pi_name="pi", q_name="q"):
+    pi = check_distribution(pi, pi_name)
+    q = check_success_probability(q, q_name)
+    if pi.shape != q.shape:
+        raise ValueError(f"{q_name}: shape {q.shape} does not match {pi_name} shape {pi.shape}")
+    return pi, q
+
+
+def _check_on_zero(on_zero_value):
+    if on_zero_value not in ("raise", "keep"):
+        raise ValueError(f"on_zero_value: must be 'raise' or 'keep', got {on_zero_value!r}")
+
+
+def _scalarize(x):
+    return float(x) if np.ndim(x) == 0 else x
+
+
+# ------------------------------------------------------------------------------------------------ operators
+def success_condition(pi, q, *, on_zero_value: str = "raise") -> np.ndarray:
+    r"""Success-conditioned policy :math:`\pi^+(a) = \pi(a) q(a) / V`, :math:`V = \sum_a \pi(a) q(a)`.
+
+    Works along the last axis for any leading shape (a bandit is 1-D; a tabular policy is (H, S, A)).
+
+    Parameters
+    ----------
+    pi : array (..., A), probability vectors along the last axis.
+    q : array (..., A), success probabilities in [0, 1].
+    on_zero_value : {"raise", "keep"}
+        Rows with V = 0 are never visited by a successful trajectory, so conditioning is undefined there:
+        "raise" raises ValueError, "keep" returns pi on those rows.
+
+    Returns
+    -------
+    pi_plus : array of pi's shape.
+
+    References
+    ----------
+    D. Russo, "Success Conditioning as Policy Improvement", ICML 2026, arXiv:2601.18175 (Bayes + Markov).
+    """
+    _check_on_zero(on_zero_value)
+    pi, q = _check_pair(pi, q)
+    value = np.sum(pi * q, axis=-1, keepdims=True)
+    zero = value <= 0.0
+    if np.any(zero) and on_zero_value == "raise":
+        raise ValueError(f"q: V = sum_a pi(a) q(a) is 0 on {int(zero.sum())} row(s): conditioning on a null "
+                         "event (pass on_zero_value='keep' to keep pi there)")
+    safe = np.where(zero, 1.0, value)
+    return np.where(zero, pi, pi * q / safe)
+
+
+def chi2_divergence(p, pi) -> np.ndarray | float:
+    r"""Pearson chi-square divergence :math:`\chi^2(p\|\pi) = \sum_a (p(a)-\pi(a))^2/\pi(a)` along the last
+    axis (terms with :math:`\pi(a) = p(a) = 0` are 0; :math:`p(a) > 0 = \pi(a)` gives +inf).
+
+    The divisor is pi (the reference policy), not p.
+    """
+    p = np.asarray(p, dtype=float)
+    pi = np.asarray(pi, dtype=float)
+    if p.shape != pi.shape:
+        raise ValueError(f"p: shape {p.shape} does not match pi shape {pi.shape}")
+    pos = pi > 0
+    terms = np.where(pos, (p - pi) ** 2 / np.where(pos, pi, 1.0), np.where(p > 0, np.inf, 0.0))
+    return _scalarize(terms.sum(axis=-1))
+
+
+def influence_terms(pi, q, *, on_zero_value: str = "raise") -> dict:
+    r"""The three quantities that success conditioning equates at one state.
+
+    With :math:`V = \sum \pi q` and :math:`\pi^+ = \pi q / V`:
+
+    - ``value`` :math:`V`; ``value_after`` :math:`\sum_a \pi^+(a) q(a)`;
+    - ``relative_improvement`` :math:`(\sum \pi^+ q - V)/V`;
+    - ``chi2`` :math:`\chi^2(\pi^+\|\pi) = \sum (\pi^+ - \pi)^2/\pi` (computed from pi+ itself);
+    - ``action_influence`` :math:`I = \operatorname{Var}_\pi(q)/V^2 = \sum \pi (q - V)^2 / V^2`.
+
+    The identity relative_improvement = chi2 = action_influence holds exactly (Russo 2026, reconstructed).
+    Each entry has shape ``pi.shape[:-1]`` (a float for 1-D input). With ``on_zero_value="keep"`` rows with
+    V = 0 get pi+ = pi and all three quantities 0.
+    """
+    _check_on_zero(on_zero_value)
+    pi, q = _check_pair(pi, q)
+    pi_plus = success_condition(pi, q, on_zero_value=on_zero_value)
+    value = np.sum(pi * q, axis=-1)
+    zero = value <= 0.0
+    safe = np.where(zero, 1.0, value)
+    value_after = np.sum(pi_plus * q, axis=-1)
+    relative = np.where(zero, 0.0, (value_after - value) / safe)
+    chi2 = np.asarray(chi2_divergence(pi_plus, pi))
+    variance = np.sum(pi * (q - value[..., None]) ** 2, axis=-1)
+    influence = np.where(zero, 0.0, variance / safe ** 2)
+    return {"value": _scalarize(value), "value_after": _scalarize(value_after),
+            "relative_improvement": _scalarize(relative), "chi2": _scalarize(chi2),
+            "action_influence": _scalarize(influence)}
+
+
+# ------------------------------------------------------------------------------------------- trust region
+def _check_weights(w, n, name):
+    if w is None:
+        return np.ones(n)
+    w = np.asarray(w, dtype=float)
+    if w.shape != (n,):
+        raise ValueError(f"{name}: expected shape ({n},), got {w.shape}")
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"{name}: contains NaN or Inf")
+    if np.any(w < 0):
+        raise ValueError(f"{name}: weights must be non-negative (min {w.min():.3g})")
+    return w
+
+
+def _check_delta(delta):
+    if isinstance(delta, bool) or not isinstance(delta, (Real, np.floating, np.integer)):
+        raise ValueError(f"delta: must be a real number, got {delta!r}")
+    delta = float(delta)
+    if not math.isfinite(delta) or delta < 0:
+        raise ValueError(f"delta: must be finite and >= 0, got {delta}")
+    return delta
+
+
+def _trust_region_inputs(pi, q, delta, obj_weights, budget_weights, solver):
+    if solver not in _SOLVERS:
+        raise ValueError(f"solver: unknown solver {solver!r}; choose one of {list(_SOLVERS)}")
+    pi, q = _check_pair(pi, q)
+    if pi.ndim not in (1, 2):
+        raise ValueError(f"pi: expected shape (A,) or (N, A), got {pi.shape}")
+    if np.any(pi <= 0):
+        raise ValueError("pi: has zero entries; chi2(p || pi) is undefined (the trust region needs pi > 0)")
+    delta = _check_delta(delta)
+    pi2, q2 = np.atleast_2d(pi), np.atleast_2d(q)
+    n = pi2.shape[0]
+    w = _check_weights(obj_weights, n, "obj_weights")
+    c = _check_weights(budget_weights, n, "budget_weights")
+    return pi2, q2, delta, w, c
+
+
+def _closed_form(pi, q, delta, w, c):
+    value = np.sum(pi * q, axis=1)
+    variance = np.sum(pi * (q - value[:, None]) ** 2, axis=1)
+    free = c <= 0
+    if np.any(free & (w * variance > 0)):
+        raise ValueError("budget_weights: a row with zero budget weight has w * Var(q) > 0, so its maximiser "
+                         "is a vertex, not the closed form; use solver='numeric'")
+    ratio = np.where(free, 0.0, w / np.where(free, 1.0, c))
+    denom = float(np.sum(c * ratio ** 2 * variance))
+    if delta == 0.0 or denom == 0.0:
+        return pi.copy()
+    kappa = math.sqrt(delta / denom)
+    factor = 1.0 + kappa * ratio[:, None] * (q - value[:, None])
+    if factor.min() < -1e-12:
+        down = ratio[:, None] * (value[:, None] - q)
+        kappa_max = float(np.min(1.0 / down[down > 0]))
+        raise ValueError(f"delta: radius {delta:.6g} is too large for the closed form (the maximiser would "
+                         f"leave the simplex; largest valid delta {kappa_max ** 2 * denom:.6g}); use "
+                         "solver='numeric'")
+    return pi * np.maximum(factor, 0.0)
+
+
+def _numeric_slsqp(pi, q, delta, w, c):
+    n, a = pi.shape
+    if delta == 0.0:
+        return pi.copy()
+    scale = float(w.max()) if w.max() > 0 else 1.0
+    lin = -(w[:, None] * q / scale).ravel()
+    budget = (c[:, None] / pi / delta)
+
+    def objective(x):
+        return float(lin @ x), lin
+
+    def budget_slack(x):
+        diff = x.reshape(n, a) - pi
+        return np.array([1.0 - float(np.sum(budget * diff ** 2))])
+
+    def budget_jac(x):
+        diff = x.reshape(n, a) - pi
+        return (-2.0 * budget * diff).reshape(1, -1)
+
+    rows = np.kron(np.eye(n), np.ones((1, a)))
+    constraints = [
+        {"type": "ineq", "fun": budget_slack, "jac": budget_jac},
+        {"type": "eq", "fun": lambda x: rows @ x - 1.0, "jac": lambda x: rows},
+    ]
+    res = minimize(objective, pi.ravel(), jac=True, method="SLSQP", bounds=[(0.0, 1.0)] * (n * a),
+                   constraints=constraints, options={"ftol": 1e-15, "maxiter": 2000})
+    # Status 8 ("positive directional derivative for linesearch") at a feasible point means the line search
+    # has reached machine precision at the optimum (ftol 1e-15 is below what SLSQP can certify): accepted
+    # when the budget holds to 1e-6 relative and the rows sum to 1 within 1e-9.
+    feasible = (budget_slack(res.x)[0] >= -1e-6 and np.max(np.abs(rows @ res.x - 1.0)) <= 1e-9
+                and res.x.min() >= -1e-12)
+    if not (res.success or (res.status == 8 and feasible)):
+        raise RuntimeError(f"solver SLSQP did not converge: status {res.status} ({res.message})")
+    return np.clip(res.x.reshape(n, a), 0.0, 1.0)
+
+
+def chi2_trust_region_cvxpy(pi, q, delta, w, c):
+    """The weighted trust region through cvxpy and ``shared.solvers.solve``.
+
+    Inputs as validated by :func:`chi2_trust_region` (2-D pi, q; weight vectors). Returns ``(p, backend)``.
+    """
+    import cvxpy as cp
+
+    n, a = pi.shape
+    if delta == 0.0:
+        return pi.copy(), "none"
+    scale = float(w.max()) if w.max() > 0 else 1.0
+    p = cp.Variable((n, a), nonneg=True)
+    objective = cp.Maximize(cp.sum(cp.multiply(p, w[:, None] * q / scale)))
+    budget = cp.sum(cp.multiply(c[:, None] / pi / delta, cp.square(p - pi))) <= 1.0
+    problem = cp.Problem(objective, [budget, cp.sum(p, axis=1) == 1.0])
+    from shared.solvers import solve  # MOSEK (licensed) -> CLARABEL -> SCS; SolverError if all fail
+
+    result = solve(problem)
+    if result.status != "optimal":
+        raise RuntimeError(f"solver {result.backend} returned status {result.status}")
+    backend = result.backend
+    return np.clip(np.asarray(p.value), 0.0, 1.0), backend
+
+
+def chi2_trust_region(pi, q, delta, *, obj_weights=None, budget_weights=None,
+                      solver: str = "closed_form") -> np.ndarray:
+    r"""Maximiser of the weighted chi-square trust-region problem
+
+    .. math::
+        \max_{p_n \in \Delta_A} \sum_n w_n \sum_a p_{na} q_{na}
+        \quad \text{s.t.} \quad \sum_n c_n \chi^2(p_n \| \pi_n) \le \delta .
+
+    Closed form (Lagrangian, valid while it stays in the simplex):
+    :math:`p_n = \pi_n (1 + \kappa (w_n/c_n)(q_n - V_n))`,
+    :math:`\kappa = \sqrt{\delta / \sum_n c_n (w_n/c_n)^2 \operatorname{Var}_{\pi_n}(q_n)}`.
+    For one state and :math:`\delta = I = \operatorname{Var}_\pi(q)/V^2` it returns :math:`\pi q / V` (SC).
+    With :math:`w_n = d_h(s)`, :math:`c_n = d^+_h(s)` and :math:`\delta = E_{d^+}[I]` it returns the SC
+    policy at every state (the data-chosen radius; Russo 2026, reconstructed).
+
+    Parameters
+    ----------
+    pi : array (A,) or (N, A), strictly positive probability vectors.
+    q : array of pi's shape, success probabilities in [0, 1].
+    delta : float >= 0, the radius.
+    obj_weights, budget_weights : arrays (N,) >= 0 (default ones).
+    solver : "closed_form" (raises ValueError when the formula leaves the simplex), "numeric" (SLSQP,
+        ftol 1e-15, analytic Jacobians, objective scaled by 1/max w and budget by 1/delta) or "cvxpy".
+
+    Returns
+    -------
+    p : array of pi's shape. A numeric solver that fails raises RuntimeError naming it and its status.
+    """
+    shape = np.shape(pi)
+    pi2, q2, delta, w, c = _trust_region_inputs(pi, q, delta, obj_weights, budget_weights, solver)
+    if solver == "closed_form":
+        p = _closed_form(pi2, q2, delta, w, c)
+    elif solver == "numeric":
+        p = _numeric_slsqp(pi2, q2, delta, w, c)
+    else:
+        p, _ = chi2_trust_region_cvxpy(pi2, q2, delta, w, c)
+    return p.reshape(shape)
+
+
+# ------------------------------------------------------------------------------------- return thresholding
+def threshold_bandit(pi, arm_rewards, arm_probs, tau) -> dict:
+    r"""Success conditioning with success = {R >= tau} in a bandit whose arms have finite reward laws.
+
+    :math:`q_\tau(a) = P(R_a \ge \tau)`, :math:`\pi^+ = \pi q_\tau / \sum \pi q_\tau`. Returns ``pi_plus``,
+    ``success_before`` / ``success_after`` (:math:`P(R \ge \tau)` under pi and pi+), ``mean_before`` /
+    ``mean_after`` (:math:`E[R]`), ``chi2`` and ``action_influence`` :math:`I_\tau`. The identities hold for
+    the proxy :math:`P(R\ge\tau)`, not for :math:`E[R]` (misalignment when tau is high).
+    """
+    pi = check_distribution(pi, "pi")
+    if pi.ndim != 1:
+        raise ValueError(f"pi: expected a 1-D policy, got shape {pi.shape}")
+    if isinstance(tau, bool) or not isinstance(tau, (Real, np.floating, np.integer)) or not math.isfinite(tau):
+        raise ValueError(f"tau: must be a finite real number, got {tau!r}")
+    if len(arm_rewards) != len(pi) or len(arm_probs) != len(pi):
+        raise ValueError(f"arm_rewards/arm_probs: need one reward list and one probability list per arm "
+                         f"({len(pi)} arms), got {len(arm_rewards)} and {len(arm_probs)}")
+    q = np.empty(len(pi))
+    means = np.empty(len(pi))
+    for a, (values, probs) in enumerate(zip(arm_rewards, arm_probs)):
+        values = np.asarray(values, dtype=float)
+        if values.ndim != 1 or np.shape(probs) != values.shape:
+            raise ValueError(f"arm_probs[{a}]: length {np.size(probs)} differs from arm_rewards[{a}] "
+                             f"length {values.size}")
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"arm_rewards[{a}]: contains NaN or Inf")
+        probs = check_distribution(probs, f"arm_probs[{a}]")
+        q[a] = probs[values >= tau].sum()
+        means[a] = probs @ values
+    q = np.clip(q, 0.0, 1.0)
+    value = float(pi @ q)
+    if value <= 0:
+        raise ValueError(f"tau: no arm played by pi reaches tau={tau} (P(R >= tau) = 0): conditioning on a "
+                         "null event")
+    terms = influence_terms(pi, q)
+    pi_plus = success_condition(pi, q)
+    return {"pi_plus": pi_plus, "q": q, "success_before": value, "success_after": float(pi_plus @ q),
+            "mean_before": float(pi @ means), "mean_after": float(pi_plus @ means),
+            "chi2": terms["chi2"], "action_influence": terms["action_influence"]}

@@ -1,0 +1,202 @@
+"""Figures and tables of the success-conditioning reproduction; they read results, never recompute them.
+
+``python -m papers.success_conditioning.plots --results results/quick/success_conditioning
+--out figures/quick/success_conditioning --scale quick``
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from shared.claims.check import evaluate_claim, format_check, load_claims
+from shared.plotting import main, method_colors, new_figure, save_figure
+from shared.results import read_arrays, read_metrics, write_markdown_table
+
+HERE = Path(__file__).resolve().parent
+METHODS = ["exact_sc", "count_sc", "param_sc", "pg_matched", "tr_matched", "reinforce", "pooled"]
+LABELS = {"exact_sc": "exact SC", "count_sc": "SC, tabular counts", "param_sc": "SC, softmax-linear SFT",
+          "pg_matched": "policy gradient (matched)", "tr_matched": "occupancy-weighted TR (matched)",
+          "reinforce": "REINFORCE (matched)", "pooled": "time-pooled SC (control)"}
+COLORS = method_colors(METHODS)
+
+
+def _identity(results: Path, out: Path):
+    pts = read_arrays(results / "identity" / "identity_points.npz")
+    fig, axes = new_figure(2, width=4.0)
+    for ax, col, name in zip(axes[0], (1, 2), ("relative improvement", "chi2(pi+ || pi)")):
+        sc, pooled = pts["sc"], pts["pooled"]
+        keep = (sc[:, 0] > 0) & (sc[:, col] > 0)
+        ax.loglog(sc[keep, 0], sc[keep, col], ".", ms=3, color=COLORS["exact_sc"], label="per-step SC")
+        if pooled.size:
+            keep = (pooled[:, 0] > 0) & (pooled[:, col] > 0)
+            ax.loglog(pooled[keep, 0], pooled[keep, col], "x", ms=3, color=COLORS["pooled"],
+                      label=LABELS["pooled"])
+        lo = max(sc[sc[:, 0] > 0, 0].min(), 1e-8)
+        ax.loglog([lo, sc[:, 0].max()], [lo, sc[:, 0].max()], "k--", lw=0.8, label="y = x")
+        ax.set_xlabel("action-influence I = Var(q)/V^2")
+        ax.set_ylabel(name)
+        ax.legend(fontsize=7)
+    save_figure(fig, out / "identity_scatter.png")
+
+
+def _trust_region(results: Path, out: Path):
+    arr = read_arrays(results / "trust_region" / "trust_region_path.npz")
+    fig, axes = new_figure(1, width=5.0)
+    ax = axes[0, 0]
+    for i, (delta, value, sc) in enumerate(zip(arr["path_delta"], arr["path_value"], arr["sc_point"])):
+        ax.plot(delta, value, color=f"C{i}", label=f"bandit {i + 1}: max value s.t. chi2 <= delta")
+        ax.plot([sc[0]], [sc[1]], "o", color=f"C{i}", ms=6)
+        ax.axvline(sc[0], color=f"C{i}", lw=0.6, ls=":")
+    ax.set_xlabel("radius delta = chi2(p || pi) of the maximiser")
+    ax.set_ylabel("success probability sum_a p(a) q(a)")
+    ax.set_title("trust-region path; dots: SC at delta = I", fontsize=9)
+    ax.legend(fontsize=7)
+    save_figure(fig, out / "trust_region_path.png")
+
+
+def _improvement(results: Path, out: Path):
+    arr = read_arrays(results / "improvement" / "improvement_points.npz")
+    fig, axes = new_figure(1, width=4.2)
+    ax = axes[0, 0]
+    ax.loglog(arr["pdl"], arr["delta_J"], ".", ms=3, color=COLORS["exact_sc"])
+    lo, hi = max(arr["pdl"].min(), 1e-12), arr["pdl"].max()
+    ax.loglog([lo, hi], [lo, hi], "k--", lw=0.8, label="45-degree line")
+    ax.set_xlabel("PDL sum  sum_h,s d+new V I")
+    ax.set_ylabel("J(pi+) - J(pi)")
+    ax.legend(fontsize=7)
+    save_figure(fig, out / "improvement_pdl.png")
+
+
+def _monte_carlo(results: Path, out: Path):
+    arr = read_arrays(results / "monte_carlo" / "mc_points.npz")
+    fig, axes = new_figure(1, width=4.4)
+    ax = axes[0, 0]
+    if len(arr["sizes"]) > 1:
+        ax.loglog(arr["sizes"], arr["rmse"], "o-", color=COLORS["count_sc"], label="RMS error of pi_hat+")
+        ref = arr["rmse"][0] * np.sqrt(arr["sizes"][0] / arr["sizes"])
+        ax.loglog(arr["sizes"], ref, "k--", lw=0.8, label="slope -1/2")
+        ax.set_xlabel("rollouts N")
+        ax.set_ylabel("RMS |pi_hat+ - pi+|")
+    else:
+        z = arr["z"]
+        ax.hist(z, bins=30, density=True, color=COLORS["count_sc"], alpha=0.7, label="|z| of pi_hat+")
+        grid = np.linspace(0, max(4.5, z.max()), 200)
+        ax.plot(grid, 2 * np.exp(-grid ** 2 / 2) / math.sqrt(2 * math.pi), "k-", lw=1, label="half-normal")
+        ax.axvline(4.5, color="k", ls=":", lw=0.8, label="claim threshold")
+        ax.set_xlabel("|pi_hat+ - pi+| / se")
+        ax.set_ylabel("density")
+    ax.legend(fontsize=7)
+    save_figure(fig, out / "mc_error.png")
+
+
+def _thresholding(results: Path, out: Path):
+    frame = pd.read_csv(results / "thresholding" / "results.csv")
+    pub = frame[frame["method"] == "public"].pivot_table(index="step", columns="metric", values="value")
+    fig, axes = new_figure(3, width=3.3)
+    tau = pub["tau"].to_numpy()
+    ax = axes[0, 0]
+    ax.plot(tau, pub["success_before"], "o--", color=COLORS["pooled"], label="before")
+    ax.plot(tau, pub["success_after"], "o-", color=COLORS["exact_sc"], label="after SC")
+    ax.set_ylabel("P(R >= tau)")
+    ax = axes[0, 1]
+    ax.plot(tau, pub["mean_before"], "o--", color=COLORS["pooled"], label="before")
+    ax.plot(tau, pub["mean_after"], "o-", color=COLORS["exact_sc"], label="after SC")
+    ax.set_ylabel("E[R]")
+    ax = axes[0, 2]
+    ax.plot(tau, pub["action_influence"], "o-", color=COLORS["exact_sc"], label="I_tau = chi2 step")
+    ax.set_ylabel("action-influence I_tau")
+    for ax in axes[0]:
+        ax.set_xscale("log")
+        ax.set_xlabel("threshold tau")
+        ax.legend(fontsize=7)
+    save_figure(fig, out / "thresholding.png")
+
+
+def _gridworld(results: Path, out: Path):
+    files = sorted((results / "gridworld").glob("gridworld_curves_N*.npz"),
+                   key=lambda p: int(p.stem.rsplit("N", 1)[1]))
+    fig, axes = new_figure(len(files), width=4.6)
+    for ax, path in zip(axes[0], files):
+        arr = read_arrays(path)
+        for m in ("exact_sc", "pg_matched", "tr_matched"):
+            ax.plot(np.arange(len(arr[m])), arr[m], "-", color=COLORS[m], label=LABELS[m])
+        for m in ("count_sc", "param_sc", "reinforce"):
+            if m not in arr:
+                continue
+            runs = arr[m]
+            mean = runs.mean(axis=0)
+            se = runs.std(axis=0, ddof=1) / np.sqrt(len(runs)) if len(runs) > 1 else np.zeros_like(mean)
+            k = np.arange(runs.shape[1])
+            ax.errorbar(k, mean, yerr=se, fmt="o--", ms=3, capsize=2, color=COLORS[m],
+                        label=f"{LABELS[m]} ({len(runs)} seeds)")
+        ax.set_xlabel("round k")
+        ax.set_ylabel("J_k = P(reach goal)")
+        ax.set_title(f"gridworld N = {path.stem.rsplit('N', 1)[1]}", fontsize=9)
+        ax.legend(fontsize=6)
+    save_figure(fig, out / "gridworld_curves.png")
+
+
+def _claims_table(results: Path, out: Path, scale: str):
+    """Audit table: every claim of claims.yaml evaluated by the shared claims engine on these results."""
+    rows = []
+    for claim in load_claims(HERE / "claims.yaml"):
+        v = evaluate_claim(claim, results, scale)
+        ours = "missing" if v.value is None else format(float(v.value), ".4g")
+        if v.spread is not None:
+            ours += f" (se {float(v.spread):.2g})"
+        rows.append({"id": claim["id"], "metric": f"{claim['metric']['file'].split('/')[0]}.{claim['metric']['key']}",
+                     "ours": ours, "threshold": format_check(v.check), "origin": claim["origin"],
+                     "verdict": v.verdict, "expected": v.expected})
+    write_markdown_table(pd.DataFrame(rows), out / "table_claims.md", title=f"Claims at scale {scale}")
+
+
+def _perf_table(results: Path, out: Path):
+    prov = read_metrics(results / "perf" / "provenance.json")
+    metrics = read_metrics(results / "perf" / "metrics.json")
+    t = prov["timing"]
+    hw = prov.get("hardware", {})
+    backend = prov.get("solver", "none")
+    rows = []
+    for kind, label in (("bandit", "per-state (bandit)"), ("mdp", "global MDP (d+-weighted)")):
+        rows.append({"problem": label, "method": "closed-form SC step",
+                     "median time [s]": t[f"{kind}_median_s_closed_form"], "ratio vs closed form": 1.0,
+                     "max abs diff vs closed form": 0.0})
+        rows.append({"problem": label, "method": "SLSQP (scipy)", "median time [s]": t[f"{kind}_median_s_slsqp"],
+                     "ratio vs closed form": t[f"{kind}_ratio_slsqp_over_closed_form"],
+                     "max abs diff vs closed form": metrics[f"{kind}_slsqp_max_abs_diff"]})
+        if f"{kind}_median_s_cvxpy" in t:
+            rows.append({"problem": label, "method": f"cvxpy ({backend})",
+                         "median time [s]": t[f"{kind}_median_s_cvxpy"],
+                         "ratio vs closed form": t[f"{kind}_ratio_cvxpy_over_closed_form"],
+                         "max abs diff vs closed form": metrics[f"{kind}_cvxpy_max_abs_diff"]})
+    rows.append({"problem": "SFT on successful rollouts", "method": "count estimator n_S(h,s,a)/n_S(h,s)",
+                 "median time [s]": t["median_s_count_sft"], "ratio vs closed form": 1.0,
+                 "max abs diff vs closed form": 0.0})
+    rows.append({"problem": "SFT on successful rollouts", "method": "LogisticRegression (C = 1e6)",
+                 "median time [s]": t["median_s_logreg_sft"], "ratio vs closed form": t["ratio_logreg_over_count"],
+                 "max abs diff vs closed form": metrics["sft_logreg_max_abs_diff"]})
+    title = (f"Median time per instance, {metrics['n_trust_region_instances']} trust regions and "
+             f"{metrics['n_sft_mdps']} SFT fits; hardware: {hw.get('cpu', 'unknown')} ({hw.get('cores', '?')} cores), "
+             "one BLAS thread. SFT rows: ratio and difference vs the count estimator")
+    write_markdown_table(pd.DataFrame(rows), out / "table_perf.md", title=title)
+
+
+def make_figures(results_dir, out_dir, scale: str) -> None:
+    """Write every figure and table of the scale's ``figures:`` list from ``results/<scale>/success_conditioning``."""
+    results, out = Path(results_dir), Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _identity(results, out)
+    _trust_region(results, out)
+    _improvement(results, out)
+    _monte_carlo(results, out)
+    _thresholding(results, out)
+    _gridworld(results, out)
+    _claims_table(results, out, scale)
+    _perf_table(results, out)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(make_figures))

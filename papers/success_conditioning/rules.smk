@@ -1,0 +1,1 @@
+# success_conditioning: no paper-specific rules (all data are synthetic and generated inside the experiments).
