@@ -98,7 +98,8 @@ def solve(problem, *, solver: str | None = None, accept_inaccurate: bool = False
     solver : str, optional
         One backend to use, without fallback. Default: the automatic chain of :func:`available_backends`.
     accept_inaccurate : bool
-        Return an "optimal_inaccurate" answer (with a warning) instead of trying the next backend / raising.
+        Return an "optimal_inaccurate" answer at once (with a warning) instead of trying the next backend
+        (degenerate SDPs, where interior-point methods end slightly inaccurate and SCS would be far slower).
     options_by_backend : dict, optional
         Extra keyword options per backend name, e.g. ``{"SCS": {"eps": 1e-8}}``.
     **solver_opts
@@ -107,26 +108,18 @@ def solve(problem, *, solver: str | None = None, accept_inaccurate: bool = False
     chain = [solver.upper()] if solver else available_backends()
     if not chain:
         raise SolverError("no conic solver available (need CLARABEL or SCS in cvxpy.installed_solvers())")
-    attempts, inaccurate = [], None
+    attempts = []
     for backend in chain:
         opts = {**solver_opts, **dict((options_by_backend or {}).get(backend, {}))}
         status, seconds = _attempt(problem, backend, opts)
         attempts.append((backend, status))
-        if status == _OPTIMAL or status in _ANSWERS:
-            _USED[backend] += 1
-            value = float(problem.value) if status == _OPTIMAL else None
-            return SolveResult(_ANSWERS.get(status, status), value, backend, seconds, attempts)
-        if status == _INACCURATE and accept_inaccurate and inaccurate is None:
-            inaccurate = (backend, seconds, float(problem.value))
-            if backend == chain[-1]:
-                break
-    if inaccurate is not None:
-        backend, seconds, value = inaccurate
-        if attempts[-1][0] != backend:  # restore the inaccurate backend's variable values
-            _attempt(problem, backend, {**solver_opts, **dict((options_by_backend or {}).get(backend, {}))})
-        warnings.warn(f"accepting an inaccurate solution from {backend}", RuntimeWarning, stacklevel=2)
+        if status == _INACCURATE and accept_inaccurate:
+            warnings.warn(f"accepting an inaccurate solution from {backend}", RuntimeWarning, stacklevel=2)
+        elif status != _OPTIMAL and status not in _ANSWERS:
+            continue  # an error, or inaccurate without acceptance: try the next backend
         _USED[backend] += 1
-        return SolveResult(_INACCURATE, value, backend, seconds, attempts)
+        value = float(problem.value) if status in (_OPTIMAL, _INACCURATE) else None
+        return SolveResult(_ANSWERS.get(status, status), value, backend, seconds, attempts)
     tried = "; ".join(f"{b}: {s}" for b, s in attempts)
     raise SolverError(f"solve failed on every backend tried ({tried})")
 

@@ -8,12 +8,13 @@ from pathlib import Path
 from shared.config import SCALES, load_yaml, validate
 from shared.results import get_key, read_metrics
 
-__all__ = ["REPRODUCED", "NOT_REPRODUCED", "MISSING", "Verdict", "load_claims", "check_for_scale",
+__all__ = ["REPRODUCED", "NOT_REPRODUCED", "MISSING", "NOT_EVALUATED", "Verdict", "load_claims", "check_for_scale",
            "expected_for_scale", "evaluate_check", "evaluate_claim", "format_check"]
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not_reproduced"
 MISSING = "missing_metric"
+NOT_EVALUATED = "not_evaluated"  # the metric is null: the run could not measure it (e.g. no LLM backend)
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,9 @@ def evaluate_claim(claim: dict, results_dir: str | Path, scale: str) -> Verdict:
         value = _lookup(results_dir, claim["metric"])
     except KeyError as exc:
         return Verdict(claim["id"], None, None, check, MISSING, expected, str(exc).strip("'\""))
+    if value is None:
+        return Verdict(claim["id"], None, None, check, NOT_EVALUATED, expected,
+                       "the experiment recorded no value (null) for this metric")
     spread = None
     if "spread" in claim:
         try:

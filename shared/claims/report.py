@@ -21,7 +21,8 @@ from shared.results import atomic_write_text, read_metrics
 __all__ = ["AUDIT_MARK", "readme_section", "render_report", "parse_audit_block", "main"]
 
 AUDIT_MARK = "<!-- audit: "
-_VERDICT_TEXT = {REPRODUCED: "reproduced", "not_reproduced": "**not reproduced**", MISSING: "**missing metric**"}
+_VERDICT_TEXT = {REPRODUCED: "reproduced", "not_reproduced": "**not reproduced**", MISSING: "**missing metric**",
+                 "not_evaluated": "not evaluated"}
 
 
 def readme_section(readme: str, heading: str) -> str:

@@ -73,3 +73,20 @@ def test_bad_inputs_are_named():
 def test_mosek_only_when_licensed():
     chain = solvers.available_backends()
     assert ("MOSEK" in chain) == solvers.mosek_licensed()
+
+
+def test_accept_inaccurate_returns_the_first_inaccurate_answer(monkeypatch):
+    calls = []
+
+    def inaccurate(problem, backend, opts):
+        calls.append(backend)
+        return "optimal_inaccurate", 0.0
+
+    monkeypatch.setattr(solvers, "_attempt", inaccurate)
+    monkeypatch.setattr(solvers, "available_backends", lambda: ["CLARABEL", "SCS"])
+    x = cp.Variable()
+    problem = cp.Problem(cp.Minimize(x), [x >= 1])
+    problem.solve(solver="CLARABEL")  # gives problem.value a number, as a real inaccurate solve would
+    with pytest.warns(RuntimeWarning, match="inaccurate solution from CLARABEL"):
+        res = solve(problem, accept_inaccurate=True)
+    assert res.status == "optimal_inaccurate" and res.backend == "CLARABEL" and calls == ["CLARABEL"]

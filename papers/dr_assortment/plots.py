@@ -1,0 +1,159 @@
+"""Figures and tables of dr_assortment, drawn from the results only (nothing is recomputed).
+
+``python -m papers.dr_assortment.plots --results results/quick/dr_assortment --out figures/quick/dr_assortment
+--scale quick``
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from shared import results
+from shared.plotting import main, method_colors, new_figure, save_figure
+
+METHODS = ["robust", "nominal", "fast", "brute", "reference"]
+COLORS = method_colors(METHODS)
+DIVERGENCE_NAMES = {"tv": "TV", "kl": "KL", "chi2": r"$\chi^2$"}
+
+
+def _exactness_table(res: Path, out: Path) -> None:
+    frame = pd.read_csv(res / "exactness" / "exactness.csv", keep_default_na=False)
+    cols = ["instance", "N", "C", "rho", "divergence", "brute_value", "fast_value", "shortfall", "prefix_optimal"]
+    with results.atomic_path(out / "exactness.csv") as tmp:
+        frame[cols].to_csv(tmp, index=False, float_format="%.12g")
+
+
+def _sweep(res: Path):
+    m = results.read_metrics(res / "value_of_robustness" / "metrics.json")
+    return m, m["sweep"]
+
+
+def _robust_vs_nominal(res: Path, out: Path) -> None:
+    _, sweep = _sweep(res)
+    fig, axes = new_figure(ncols=len(sweep), width=3.4, height=2.9)
+    for ax, (div, by_rho) in zip(axes[0], sweep.items()):
+        rhos = sorted(by_rho, key=float)
+        x = [float(s) for s in rhos]
+        ax.plot(x, [by_rho[s]["mean_wc_robust"] for s in rhos], "o-", color=COLORS["robust"], label="robust set")
+        ax.plot(x, [by_rho[s]["mean_wc_nominal"] for s in rhos], "s--", color=COLORS["nominal"],
+                label="nominal set")
+        ax.set_xscale("log")
+        ax.set_title(DIVERGENCE_NAMES.get(div, div))
+        ax.set_xlabel(r"radius $\rho$")
+    axes[0][0].set_ylabel("mean worst-case revenue")
+    axes[0][0].legend()
+    save_figure(fig, out / "robust_vs_nominal.png")
+
+
+def _set_size(res: Path, out: Path) -> None:
+    m, sweep = _sweep(res)
+    fig, axes = new_figure(width=4.2, height=3.0)
+    ax = axes[0][0]
+    markers = {"tv": "o", "kl": "s", "chi2": "^"}
+    for k, (div, by_rho) in enumerate(sweep.items()):
+        rhos = sorted(by_rho, key=float)
+        ax.plot([float(s) for s in rhos], [by_rho[s]["mean_size_robust"] for s in rhos],
+                marker=markers.get(div, "o"), label=f"robust, {DIVERGENCE_NAMES.get(div, div)}")
+    ax.axhline(m["sweep_mean_size_nominal"], color=COLORS["nominal"], ls="--", label="nominal")
+    ax.set_xscale("log")
+    ax.set_xlabel(r"radius $\rho$")
+    ax.set_ylabel("mean assortment size")
+    ax.legend()
+    save_figure(fig, out / "set_size_vs_rho.png")
+
+
+def _scalability(res: Path, out: Path) -> None:
+    sc = results.read_tidy(res / "scalability" / "results.csv")
+    m = results.read_metrics(res / "scalability" / "metrics.json")
+    timing = results.read_metrics(res / "scalability" / "provenance.json")["timing"]
+    med = sc.groupby("step")["value"].median()
+    fig, axes = new_figure(width=4.4, height=3.2)
+    ax = axes[0][0]
+    ns = med.index.to_numpy(dtype=float)
+    ax.plot(ns, med.to_numpy(), "o-", color=COLORS["fast"],
+            label=f"fast, KL, C = {m['capacity']} (slope {timing['slope']:.2f})")
+    coef = np.polyfit(np.log(ns), np.log(med.to_numpy()), 1)
+    ax.plot(ns, np.exp(np.polyval(coef, np.log(ns))), ":", color=COLORS["reference"], label="log-log fit")
+    perf_path = res / "performance" / "results.csv"
+    if perf_path.is_file():
+        perf = results.read_tidy(perf_path)
+        perf = perf[perf["method"].isin(["brute", "fast"])]
+        for (method, cap), g in perf.groupby(["method", "C"]):
+            gm = g.groupby("step")["value"].median()
+            ax.plot(gm.index.to_numpy(dtype=float), gm.to_numpy(), "^--" if method == "brute" else "v-",
+                    color=COLORS[method], alpha=1.0 if cap == "none" else 0.55,
+                    label=f"{method}, KL, C = {cap}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("number of items N")
+    ax.set_ylabel("wall time per solve (s, median)")
+    ax.legend(fontsize=7)
+    save_figure(fig, out / "scalability.png")
+
+
+def _sample_complexity(res: Path, out: Path) -> None:
+    m = results.read_metrics(res / "sample_complexity" / "metrics.json")
+    ns = np.array(m["ns"], dtype=float)
+    fig, axes = new_figure(ncols=2, width=3.8, height=3.0)
+    for ax, key, label in ((axes[0][0], "err", r"$\|\hat\theta-\theta^*\|$"),
+                           (axes[0][1], "gap", "robust decision gap")):
+        mean = np.array([m[f"mean_{key}"][str(int(n))] for n in ns])
+        se = np.array([m[f"se_{key}"][str(int(n))] for n in ns])
+        ax.errorbar(ns, mean, yerr=se, fmt="o-", color=COLORS["robust"], capsize=3, label="plug-in MLE")
+        if mean[0] > 0:
+            ax.plot(ns, mean[0] * (ns / ns[0]) ** -0.5, "--", color=COLORS["reference"], label=r"$n^{-1/2}$")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("sample size n")
+        ax.set_ylabel(label)
+        ax.legend()
+    axes[0][0].set_title(f"slope {m['err_slope']:.2f}")
+    axes[0][1].set_title(f"{m['divergence'].upper()}, rho = {m['rho']:g}")
+    save_figure(fig, out / "sample_complexity.png")
+
+
+def _shift_tail(res: Path, out: Path) -> None:
+    arr = results.read_arrays(res / "shift" / "shift_revenues.npz")
+    k = arr["robust"].shape[0]
+    fig, axes = new_figure(ncols=k, width=2.8, height=2.6)
+    for j, ax in enumerate(axes[0]):
+        lo = min(arr["robust"][j].min(), arr["nominal"][j].min())
+        hi = max(arr["robust"][j].max(), arr["nominal"][j].max())
+        bins = np.linspace(lo, hi, 25)
+        for name in ("nominal", "robust"):
+            ax.hist(arr[name][j], bins=bins, alpha=0.5, color=COLORS[name], label=f"{name} set")
+            ax.axvline(np.quantile(arr[name][j], 0.05), color=COLORS[name], ls="--")
+        ax.set_title(f"instance {j}")
+        ax.set_xlabel("revenue under shift")
+    axes[0][0].set_ylabel("count (dashed: 5% quantile)")
+    axes[0][0].legend(fontsize=7)
+    save_figure(fig, out / "shift_tail.png")
+
+
+def _performance(res: Path, out: Path) -> None:
+    table = pd.read_csv(res / "performance" / "performance_table.csv", keep_default_na=False)
+    prov = results.read_metrics(res / "performance" / "provenance.json")
+    hw = prov.get("hardware", {})
+    title = (f"Performance, same instances, same process, single-thread BLAS; median wall time per solve; "
+             f"hardware: {hw.get('cpu', 'unknown')} ({hw.get('cores', '?')} cores). "
+             f"speedup = baseline_s / ours_s")
+    results.write_markdown_table(table, out / "performance.md", title=title)
+
+
+def make_figures(results_dir, out_dir, scale: str) -> None:
+    """Write every figure/table listed for ``scale`` in config.yaml from ``results_dir`` into ``out_dir``."""
+    res, out = Path(results_dir), Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _exactness_table(res, out)
+    _robust_vs_nominal(res, out)
+    _set_size(res, out)
+    _scalability(res, out)
+    _sample_complexity(res, out)
+    _shift_tail(res, out)
+    _performance(res, out)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(make_figures))

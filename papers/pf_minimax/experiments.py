@@ -1,0 +1,372 @@
+"""Experiments of pf_minimax (see the spec's "Experiments by scale").
+
+``python -m papers.pf_minimax.experiments NAME --config papers/pf_minimax/config.yaml --scale quick --out DIR``
+
+Every experiment returns tidy rows (``method, seed, step, metric, value`` plus a ``problem`` column) and a
+deterministic metrics dict. Wall-clock numbers (the ``nuclear`` and ``performance`` experiments) go to
+``DIR/timing.json`` and ``provenance.json``, never to ``metrics.json``, so that ``metrics.json`` is byte-identical
+across reruns.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from shared.experiment import RunContext, main
+from shared.results import mean_and_se, write_metrics
+
+from .methods import run_method
+from .problems import game_value, make_problem
+from .sets import top_singular_pair
+
+LMO_VARIANTS = ("v_x", "v_y", "v_xy")
+SMOOTHING_METHODS = ("v_x", "v_y", "v_xy", "proj")
+CC_METHODS = ("v_x", "v_y", "v_xy", "proj", "sp_fw", "peg")
+FLOOR = 1e-15
+
+
+def loglog_slope(steps, values, k_min: int = 100) -> float:
+    """Least-squares slope of ``log(max(values, 1e-15))`` against ``log k`` over the recorded ``k in [k_min, K]``."""
+    steps = np.asarray(steps, dtype=float)
+    mask = steps >= k_min
+    if mask.sum() < 2:
+        mask = steps >= 1
+    xs = np.log(steps[mask])
+    ys = np.log(np.maximum(np.asarray(values, dtype=float)[mask], FLOOR))
+    return float(np.polyfit(xs, ys, 1)[0])
+
+
+def _log_grid(steps: np.ndarray, n_points: int = 200) -> np.ndarray:
+    """Indices of ``steps`` closest to a log-spaced grid (always including the first and last)."""
+    if steps.size <= n_points:
+        return np.arange(steps.size)
+    targets = np.unique(np.round(np.geomspace(1, steps[-1], n_points)).astype(int))
+    idx = np.unique(np.clip(np.searchsorted(steps, targets), 0, steps.size - 1))
+    return np.unique(np.concatenate([[0], idx, [steps.size - 1]]))
+
+
+def _trace_rows(rows: list, problem: str, method: str, seed, trace, metric: str, values=None, *, thin=True):
+    values = trace.measure if values is None else values
+    idx = _log_grid(trace.steps) if thin else np.arange(trace.steps.size)
+    for i in idx:
+        rows.append({"method": method, "seed": seed, "step": int(trace.steps[i]), "metric": metric,
+                     "value": float(values[i]), "problem": problem})
+
+
+def _write_timing(ctx: RunContext, timing: dict) -> None:
+    write_metrics(timing, ctx.out_dir / "timing.json")
+    ctx.record(timing=timing)
+
+
+# --------------------------------------------------------------------------------------------------- C-C games
+def _cc_games(params: dict) -> list[tuple[str, object, int | None]]:
+    n, m = params["uniform_shape"]
+    games = [(f"uniform_s{s}", make_problem("uniform_game", n=n, m=m, seed=s), s) for s in params["uniform_seeds"]]
+    if params.get("identity_n"):
+        games.append((f"identity_{params['identity_n']}", make_problem("identity_game", n=params["identity_n"]),
+                      None))
+    if params.get("rps"):
+        games.append(("rps", make_problem("rps"), None))
+    return games
+
+
+def run_cc_games(params: dict, ctx: RunContext):
+    """Six methods on the matrix games; last-iterate duality gap at every k, LP values by HiGHS."""
+    K = int(params["K"])
+    rows, gap_final, slopes, values = [], {}, {}, {}
+    for label, game, seed in _cc_games(params):
+        value, _, _ = game_value(game.A)
+        values[label] = {"lp": value + 0.0}
+        if label.startswith("identity"):
+            values[label]["closed_form"] = 1.0 / game.A.shape[0]
+        elif label == "rps":
+            values[label]["closed_form"] = 0.0
+        gap_final[label], slopes[label] = {}, {}
+        for method in CC_METHODS:
+            trace = run_method(method, game, K)
+            gap_final[label][method] = float(trace.measure[-1])
+            if label.startswith("uniform"):
+                slopes[label][method] = loglog_slope(trace.steps, trace.measure)
+            _trace_rows(rows, label, method, seed if seed is not None else 0, trace, "gap")
+        ctx.log(f"{label}: " + ", ".join(f"{m}={gap_final[label][m]:.2e}" for m in CC_METHODS))
+    uniform = [lab for lab in gap_final if lab.startswith("uniform")]
+    gap_final["max_lmo"] = max(gap_final[lab][m] for lab in uniform for m in LMO_VARIANTS)
+    slopes["max_lmo"] = max(slopes[lab][m] for lab in uniform for m in LMO_VARIANTS)
+    ratios = [gap_final[lab]["v_xy"] / max(gap_final[lab]["sp_fw"], FLOOR) for lab in uniform]
+    metrics = {"cc": {"gap_final": gap_final, "slope": {k: v for k, v in slopes.items() if v != {}},
+                      "ratio_vxy_spfw": max(ratios), "ratio_vxy_spfw_se": mean_and_se(ratios)[1],
+                      "values": values, "K": K}}
+    return rows, metrics
+
+
+# --------------------------------------------------------------------------------------------------- anytime
+def run_anytime(params: dict, ctx: RunContext):
+    """V-x on the uniform game (seed 0) for K and 2K iterations: the K-run must be a prefix of the 2K-run."""
+    K = int(params["K"])
+    n, m = params["uniform_shape"]
+    game = make_problem("uniform_game", n=n, m=m, seed=int(params.get("seed", 0)))
+    short, long = run_method("v_x", game, K), run_method("v_x", game, 2 * K)
+    identical = bool(np.array_equal(short.steps, long.steps[:K + 1])
+                     and np.array_equal(short.measure, long.measure[:K + 1]))
+    rows = []
+    _trace_rows(rows, "uniform_s0", "v_x_K", 0, short, "gap")
+    _trace_rows(rows, "uniform_s0", "v_x_2K", 0, long, "gap")
+    metrics = {"anytime": {"prefix_identical": int(identical), "gap_K_short": float(short.measure[-1]),
+                           "gap_K_long": float(long.measure[K]), "gap_2K": float(long.measure[-1]), "K": K}}
+    return rows, metrics
+
+
+# --------------------------------------------------------------------------------------------------- nuclear
+def run_nuclear(params: dict, ctx: RunContext):
+    """V-x against PROJ on the nuclear-ball game: gap every ``record_every`` steps, time of each update."""
+    rows, metrics, timing = [], {"nuclear": {}}, {"nuclear": {"by_p": {}}}
+    every = int(params["record_every"])
+    for p in params["ps"]:
+        game = make_problem("nuclear_game", p=int(p), J=int(params.get("J", 50)), s=int(params.get("s", 200)),
+                            delta=float(params.get("delta", 10.0)), seed=int(params.get("seed", 0)))
+        res_p, time_p = {}, {}
+        for method, K in (("v_x", int(params["K_vx"])), ("proj", int(params["K_proj"]))):
+            run_method(method, game, 1, time_iterations=True)  # warm-up (ARPACK / LAPACK workspaces)
+            trace = run_method(method, game, K, record_every=every, time_iterations=True)
+            cum = np.concatenate([[0.0], np.cumsum(trace.iter_seconds)])[trace.steps]
+            res_p[method] = {"gap_final": float(trace.measure[-1]), "K": K}
+            time_p[method] = {"median_iter_s": float(np.median(trace.iter_seconds)),
+                              "total_s": float(trace.iter_seconds.sum()), "cum_s": cum.tolist(),
+                              "gap": trace.measure.tolist()}
+            for i, step in enumerate(trace.steps):
+                for metric, val in (("gap", trace.measure[i]), ("cum_seconds", cum[i])):
+                    rows.append({"method": method, "seed": int(params.get("seed", 0)), "step": int(step),
+                                 "metric": metric, "value": float(val), "problem": f"nuclear_p{p}"})
+            ctx.log(f"p={p} {method}: gap {trace.measure[-1]:.3e}, median iter "
+                    f"{time_p[method]['median_iter_s'] * 1e3:.2f} ms")
+        proj_total = time_p["proj"]["total_s"]
+        vx_cum, vx_gap = np.asarray(time_p["v_x"]["cum_s"]), np.asarray(time_p["v_x"]["gap"])
+        within = np.flatnonzero(vx_cum <= proj_total)
+        time_p["time_ratio"] = time_p["v_x"]["median_iter_s"] / time_p["proj"]["median_iter_s"]
+        time_p["gap_ratio_equal_time"] = float(vx_gap[within[-1]] / max(res_p["proj"]["gap_final"], FLOOR))
+        time_p["vx_budget_exhausted"] = bool(within[-1] == vx_cum.size - 1)
+        metrics["nuclear"][f"p{p}"] = res_p
+        timing["nuclear"]["by_p"][f"p{p}"] = {k: v for k, v in time_p.items()}
+    ref = f"p{params['ref_p']}"
+    timing["nuclear"]["time_ratio"] = timing["nuclear"]["by_p"][ref]["time_ratio"]
+    timing["nuclear"]["gap_ratio_equal_time"] = timing["nuclear"]["by_p"][ref]["gap_ratio_equal_time"]
+    timing["nuclear"]["ref_p"] = int(params["ref_p"])
+    _write_timing(ctx, timing)
+    return rows, metrics
+
+
+# --------------------------------------------------------------------------------------------------- NC DRO
+def _dro_problems(params: dict, grouping: str, lam: float):
+    probs = [(f"synthetic_s{s}", make_problem("dro_synthetic", N=int(params["N"]), d=int(params["d"]), lam=lam,
+                                              grouping=grouping, radius=float(params.get("radius", 10.0)), seed=s),
+              s) for s in params["seeds"]]
+    if params.get("digits"):
+        probs.append(("digits", make_problem("dro_digits", lam=lam, grouping=grouping,
+                                             radius=float(params.get("radius", 10.0))), -1))
+    return probs
+
+
+def _first_reach(trace, target: float):
+    idx = np.flatnonzero(trace.measure <= target)
+    return int(trace.steps[idx[0]]) if idx.size else None
+
+
+def _run_nc(params: dict, ctx: RunContext, *, regime: str):
+    K, every = int(params["K"]), int(params["record_every"])
+    lam = float(params["lam"]) if regime == "ncsc" else 0.0
+    grouping = "example" if regime == "ncsc" else "block"
+    rows, out = [], {"best_final": {}, "slope": {}, "phi_final": {}, "phi_drop": {}, "reach_iter": {}}
+    target = float(params.get("target", 1e-3))
+    for label, prob, seed in _dro_problems(params, grouping, lam):
+        for key in out:
+            out[key][label] = {}
+        for method in SMOOTHING_METHODS:
+            tr = run_method(method, prob, K, record_every=every)
+            out["best_final"][label][method] = float(tr.measure[-1])
+            out["slope"][label][method] = loglog_slope(tr.steps, tr.measure)
+            out["phi_final"][label][method] = float(tr.objective[-1])
+            out["phi_drop"][label][method] = float(tr.objective[0] - tr.objective[-1])
+            reach = _first_reach(tr, target)
+            out["reach_iter"][label][method] = -1 if reach is None else reach
+            _trace_rows(rows, label, method, seed, tr, "fw_gap_best")
+            _trace_rows(rows, label, method, seed, tr, "objective", tr.objective)
+        ctx.log(f"{regime} {label}: " + ", ".join(f"{m}={out['best_final'][label][m]:.2e}"
+                                                     for m in SMOOTHING_METHODS))
+    labels = list(out["best_final"])
+    out["slope"]["max_lmo"] = max(out["slope"][lab][m] for lab in labels for m in LMO_VARIANTS)
+    out["phi_drop"]["min_lmo"] = min(out["phi_drop"][lab][m] for lab in labels for m in LMO_VARIANTS)
+    out["best_ratio"] = {m: max(out["best_final"][lab][m] / max(out["best_final"][lab]["proj"], FLOOR)
+                                for lab in labels) for m in LMO_VARIANTS}
+    out["best_ratio"]["max_vx_vxy"] = max(out["best_ratio"]["v_x"], out["best_ratio"]["v_xy"])
+    # spreads: standard error over seeds of the per-seed values behind the max / min above
+    per_seed = {m: [out["best_final"][lab][m] / max(out["best_final"][lab]["proj"], FLOOR) for lab in labels]
+                for m in LMO_VARIANTS}
+    out["best_ratio_se"] = {m: mean_and_se(v)[1] for m, v in per_seed.items()}
+    out["best_ratio_se"]["max_vx_vxy"] = max(out["best_ratio_se"]["v_x"], out["best_ratio_se"]["v_xy"])
+    out["phi_drop_se"] = {m: mean_and_se([out["phi_drop"][lab][m] for lab in labels])[1] for m in LMO_VARIANTS}
+    # iterations to reach the target FW gap, relative to PROJ; an unreached target counts as K + record_every
+    # (a lower bound on the true ratio), flagged in iter_ratio_reached.
+    ratio, reached = {}, {}
+    for m in LMO_VARIANTS:
+        per_seed, ok = [], True
+        for lab in labels:
+            proj_it, it = out["reach_iter"][lab]["proj"], out["reach_iter"][lab][m]
+            proj_it = max(proj_it if proj_it >= 0 else K + every, 1)
+            ok &= it >= 0
+            per_seed.append((it if it >= 0 else K + every) / proj_it)
+        ratio[m], reached[m] = float(max(per_seed)), bool(ok)
+    ratio["min_lmo"] = min(ratio[m] for m in LMO_VARIANTS)
+    out["iter_ratio"], out["iter_ratio_reached"] = ratio, reached
+    out["K"], out["target"] = K, target
+    return rows, {regime: out}
+
+
+def run_ncsc_dro(params: dict, ctx: RunContext):
+    """NC-SC chi-square DRO (one group per example, lam > 0): best-so-far FW gap of Phi every 10 iterations."""
+    return _run_nc(params, ctx, regime="ncsc")
+
+
+def run_ncc_dro(params: dict, ctx: RunContext):
+    """NC-C group DRO (lam = 0): best-so-far FW gap of Phi_{mu_k} and Phi = max_j L_j every 10 iterations."""
+    return _run_nc(params, ctx, regime="ncc")
+
+
+# --------------------------------------------------------------------------------------------------- smoothing
+def _random_points(prob, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Dirichlet(1) points on a simplex X, or uniform points in an l1 ball X."""
+    dim = prob.X.dim
+    if hasattr(prob.X, "radius"):  # l1 ball: radius * U^(1/d) * random signs * Dirichlet(1)
+        w = rng.dirichlet(np.ones(dim), size=n)
+        signs = rng.choice([-1.0, 1.0], size=(n, dim))
+        scale = prob.X.radius * rng.uniform(size=(n, 1)) ** (1.0 / dim)
+        return scale * signs * w
+    return rng.dirichlet(np.ones(dim), size=n)
+
+
+def run_smoothing_check(params: dict, ctx: RunContext):
+    """Sandwich ``0 <= Phi - Phi_mu <= mu D^2/2`` and Danskin ``grad Phi_mu = grad_x f(x, y*_mu)`` (central FD)."""
+    n_x, h = int(params["n_x"]), float(params.get("h", 1e-6))
+    n, m = params["uniform_shape"]
+    probs = [("uniform_s0", make_problem("uniform_game", n=n, m=m, seed=0)),
+             ("dro_ncsc_s0", make_problem("dro_synthetic", N=int(params["N"]), d=int(params["d"]),
+                                          lam=float(params["lam"]), grouping="example", seed=0)),
+             ("dro_ncc_s0", make_problem("dro_synthetic", N=int(params["N"]), d=int(params["d"]), lam=0.0,
+                                         grouping="block", seed=0))]
+    rows, per = [], {}
+    violations = trials = 0
+    for label, prob in probs:
+        rng = ctx.generator(label)
+        xs = _random_points(prob, n_x, rng)
+        us = rng.standard_normal((n_x, prob.X.dim))
+        us /= np.linalg.norm(us, axis=1, keepdims=True)
+        D2 = prob.Y.max_dist_sq()
+        worst_gap_excess, worst_fd = -np.inf, 0.0
+        fails = 0
+        for mu in params["mus"]:
+            for i in range(n_x):
+                x, u = xs[i], us[i]
+                phi0, _ = prob.smoothed_max(x, 0.0)
+                phimu, ystar = prob.smoothed_max(x, mu)
+                diff = phi0 - phimu
+                sandwich_ok = -1e-12 <= diff <= 0.5 * mu * D2 + 1e-12
+                g = prob.grad_x(x, ystar)
+                fd = (prob.smoothed_max(x + h * u, mu)[0] - prob.smoothed_max(x - h * u, mu)[0]) / (2 * h)
+                scale = max(1.0, float(np.linalg.norm(g)))
+                fd_err = abs(fd - float(g @ u)) / scale
+                fd_ok = fd_err <= 1e-5
+                worst_gap_excess = max(worst_gap_excess, diff - 0.5 * mu * D2, -diff)
+                worst_fd = max(worst_fd, fd_err)
+                ok = sandwich_ok and fd_ok
+                fails += not ok
+                trials += 1
+                rows.append({"method": "smoothing", "seed": i, "step": 0, "metric": "fd_rel_err", "value": fd_err,
+                             "problem": label, "mu": mu})
+                rows.append({"method": "smoothing", "seed": i, "step": 0, "metric": "phi_minus_phimu",
+                             "value": diff, "problem": label, "mu": mu})
+        violations += fails
+        per[label] = {"violations": fails, "max_fd_rel_err": worst_fd, "max_sandwich_excess": worst_gap_excess}
+    return rows, {"smoothing": {"violations": violations, "trials": trials, "by_problem": per}}
+
+
+# --------------------------------------------------------------------------------------------------- performance
+def _median_time(fn, repeats: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def run_performance(params: dict, ctx: RunContext):
+    """Side-by-side timings: HiGHS LP vs V-x / V-xy / PEG to a duality gap of 1e-3; svds(k=1) vs full SVD."""
+    repeats, target = int(params.get("repeats", 5)), float(params.get("target", 1e-3))
+    n, m = params["uniform_shape"]
+    game = make_problem("uniform_game", n=n, m=m, seed=0)
+    rows, det, timing = [], {"games": {}, "nuclear": {}}, {"games": {}, "nuclear": {}}
+    lp_s = _median_time(lambda: game_value(game.A), repeats)
+    det["games"]["lp_value"] = game_value(game.A)[0]
+    timing["games"]["lp_s"] = lp_s
+    for method in ("v_x", "v_xy", "peg"):
+        trace = run_method(method, game, int(params["K_games"]), time_iterations=True)
+        reach = _first_reach(trace, target)
+        cum = np.cumsum(trace.iter_seconds)
+        secs = float(cum[reach - 1]) if reach else float(cum[-1])
+        det["games"][method] = {"reached": reach is not None, "iterations": reach if reach else -1,
+                                "gap_final": float(trace.measure[-1])}
+        timing["games"][method] = {"seconds": secs, "ratio_to_lp": secs / lp_s, "reached": reach is not None}
+        rows.append({"method": method, "seed": 0, "step": reach or trace.steps[-1], "metric": "seconds_to_target",
+                     "value": secs, "problem": "uniform_s0"})
+    for p in params["ps"]:
+        prob = make_problem("nuclear_game", p=int(p), seed=0)
+        G = prob.adjoint(prob.Y.center())
+        dense = G.toarray()
+        dense *= 5.0 * prob.delta / np.linalg.svd(dense, compute_uv=False).sum()  # projection is active
+        svds_s = _median_time(lambda: top_singular_pair(G), repeats)
+        svd_s = _median_time(lambda: prob.X._project(dense), repeats)
+        timing["nuclear"][f"p{p}"] = {"svds_s": svds_s, "svd_project_s": svd_s, "ratio": svds_s / svd_s}
+        det["nuclear"][f"p{p}"] = {"nnz_adjoint": int(G.nnz)}
+        for metric, val in (("svds_seconds", svds_s), ("svd_project_seconds", svd_s)):
+            rows.append({"method": "oracle", "seed": 0, "step": 0, "metric": metric, "value": val,
+                         "problem": f"nuclear_p{p}"})
+        ctx.log(f"p={p}: svds {svds_s * 1e3:.2f} ms, svd+projection {svd_s * 1e3:.2f} ms")
+    if params.get("cvxpy_p"):
+        det["cvxpy"], timing["cvxpy"] = _cvxpy_nuclear_check(int(params["cvxpy_p"]), int(params["K_cvxpy"]), ctx)
+    _write_timing(ctx, timing)
+    return rows, {"performance": det}
+
+
+def _cvxpy_nuclear_check(p: int, K: int, ctx: RunContext):
+    """(full) Saddle value of the nuclear game by cvxpy (normNuc) against V-x's gap bracket after K steps."""
+    import cvxpy as cp
+
+    from shared.solvers import solve
+
+    prob = make_problem("nuclear_game", p=p, seed=0)
+    W, t = cp.Variable((p, p)), cp.Variable()
+    constraints = [prob.M @ cp.vec(W, order="C") - prob.c <= t, cp.normNuc(W) <= prob.delta]
+    res = solve(cp.Problem(cp.Minimize(t), constraints))
+    ctx.record(solver=res.backend)
+    trace = run_method("v_x", prob, K)
+    upper = float(np.max(prob.M @ trace.x.ravel() - prob.c))
+    lower = upper - float(trace.measure[-1])
+    det = {"value": float(res.value), "vx_upper": upper, "vx_lower": lower, "solver": res.backend,
+           "inside": bool(lower - 1e-6 <= res.value <= upper + 1e-6)}
+    return det, {"solve_s": float(res.solve_time)}
+
+
+EXPERIMENTS = {
+    "cc_games": run_cc_games,
+    "anytime": run_anytime,
+    "nuclear": run_nuclear,
+    "ncsc_dro": run_ncsc_dro,
+    "ncc_dro": run_ncc_dro,
+    "smoothing_check": run_smoothing_check,
+    "performance": run_performance,
+}
+
+if __name__ == "__main__":
+    raise SystemExit(main(EXPERIMENTS))

@@ -1,0 +1,157 @@
+"""Figures and tables of pf_minimax, drawn from ``results/<scale>/pf_minimax`` (never recomputed).
+
+``python -m papers.pf_minimax.plots --results results/quick/pf_minimax --out figures/quick/pf_minimax --scale quick``
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from shared.plotting import main, method_colors, new_figure, save_figure
+from shared.results import atomic_write_text, read_metrics, read_tidy, write_markdown_table
+
+ALL_METHODS = ("v_x", "v_y", "v_xy", "proj", "sp_fw", "peg")
+LABELS = {"v_x": "V-x (LMO on x)", "v_y": "V-y (LMO on y)", "v_xy": "V-xy (LMO on both)", "proj": "PROJ",
+          "sp_fw": "SP-FW", "peg": "PEG"}
+COLORS = method_colors(ALL_METHODS)
+FLOOR = 1e-15
+
+
+def _loglog_panels(frame: pd.DataFrame, metric: str, methods, out: Path, ylabel: str, *, logy=True):
+    frame = frame[(frame.metric == metric) & (frame.step > 0)]
+    problems = list(dict.fromkeys(frame.problem))
+    fig, axes = new_figure(ncols=max(len(problems), 1))
+    for ax, prob in zip(axes[0], problems):
+        sub = frame[frame.problem == prob]
+        for m in methods:
+            d = sub[sub.method == m].sort_values("step")
+            if len(d):
+                ax.plot(d.step, np.maximum(d.value, FLOOR) if logy else d.value, color=COLORS[m], label=LABELS[m])
+        ax.set_xscale("log")
+        if logy:
+            ax.set_yscale("log")
+        ax.set_title(prob)
+        ax.set_xlabel("iteration k")
+        ax.set_ylabel(ylabel)
+    axes[0][0].legend(fontsize=7)
+    save_figure(fig, out)
+
+
+def _cc_figures(results: Path, out: Path) -> None:
+    frame = read_tidy(results / "cc_games" / "results.csv")
+    uniform = frame[frame.problem.str.startswith("uniform")]
+    _loglog_panels(uniform, "gap", ALL_METHODS, out / "cc_gap_vs_iter.png", "duality gap (last iterate)")
+    cc = read_metrics(results / "cc_games" / "metrics.json")["cc"]
+    table = []
+    for game, vals in cc["values"].items():
+        row = {"game": game, "LP value (HiGHS)": vals["lp"],
+               "closed form": vals.get("closed_form", "-")}
+        row.update({f"gap {LABELS[m]}": cc["gap_final"][game][m] for m in ALL_METHODS})
+        table.append(row)
+    write_markdown_table(pd.DataFrame(table), out / "cc_values.md", floatfmt=".3g",
+                         title=f"Matrix games: LP value and final duality gap at K = {cc['K']}")
+
+
+def _nuclear_figures(results: Path, out: Path) -> None:
+    frame = read_tidy(results / "nuclear" / "results.csv")
+    problems = list(dict.fromkeys(frame.problem))
+    fig, axes = new_figure(ncols=len(problems))
+    for ax, prob in zip(axes[0], problems):
+        sub = frame[frame.problem == prob]
+        for m in ("v_x", "proj"):
+            d = sub[sub.method == m]
+            gap = d[d.metric == "gap"].sort_values("step").value.to_numpy()
+            secs = d[d.metric == "cum_seconds"].sort_values("step").value.to_numpy()
+            ax.plot(secs[1:], np.maximum(gap[1:], FLOOR), marker=".", color=COLORS[m], label=LABELS[m])
+        ax.set_yscale("log")
+        ax.set_title(prob)
+        ax.set_xlabel("cumulative update time (s)")
+        ax.set_ylabel("duality gap")
+    axes[0][0].legend(fontsize=7)
+    save_figure(fig, out / "nuclear_gap_vs_time.png")
+    timing = read_metrics(results / "nuclear" / "timing.json")["nuclear"]
+    rows = []
+    for p, t in timing["by_p"].items():
+        rows.append({"p": p[1:], "V-x median iter (ms)": 1e3 * t["v_x"]["median_iter_s"],
+                     "PROJ median iter (ms)": 1e3 * t["proj"]["median_iter_s"],
+                     "ratio V-x / PROJ": t["time_ratio"], "gap ratio at PROJ's total time": t["gap_ratio_equal_time"]})
+    hw = _hardware(results / "nuclear")
+    write_markdown_table(pd.DataFrame(rows), out / "nuclear_time_per_iter.md", floatfmt=".3g",
+                         title=f"Nuclear-ball game: time per iteration (one BLAS thread; {hw})")
+
+
+def _nc_figures(results: Path, out: Path) -> None:
+    smoothing = ("v_x", "v_y", "v_xy", "proj")
+    ncsc = read_tidy(results / "ncsc_dro" / "results.csv")
+    _loglog_panels(ncsc, "fw_gap_best", smoothing, out / "ncsc_fwgap.png", "best FW gap of Phi")
+    ncc = read_tidy(results / "ncc_dro" / "results.csv")
+    _loglog_panels(ncc, "fw_gap_best", smoothing, out / "ncc_fwgap.png", "best FW gap of Phi_mu_k")
+    _loglog_panels(ncc, "objective", smoothing, out / "ncc_objective.png", "Phi(x_k) = max_j L_j(x_k)", logy=False)
+
+
+def _anytime_table(results: Path, out: Path) -> None:
+    a = read_metrics(results / "anytime" / "metrics.json")["anytime"]
+    frame = pd.DataFrame([{"K": a["K"], "prefix identical": "yes" if a["prefix_identical"] == 1 else "no",
+                           "gap at K (K-run)": a["gap_K_short"], "gap at K (2K-run)": a["gap_K_long"],
+                           "gap at 2K": a["gap_2K"]}])
+    write_markdown_table(frame, out / "anytime.md", floatfmt=".6g",
+                         title="Anytime check: V-x run for K and for 2K iterations (uniform game, seed 0)")
+
+
+def _hardware(run_dir: Path) -> str:
+    try:
+        hw = read_metrics(run_dir / "provenance.json")["hardware"]
+        return f"{hw['cpu']}, {hw['cores']} cores"
+    except (OSError, KeyError):
+        return "hardware unknown"
+
+
+def _performance_table(results: Path, out: Path) -> None:
+    det = read_metrics(results / "performance" / "metrics.json")["performance"]
+    timing = read_metrics(results / "performance" / "timing.json")
+    hw = _hardware(results / "performance")
+    games = []
+    for m in ("v_x", "v_xy", "peg"):
+        t, d = timing["games"][m], det["games"][m]
+        games.append({"method": LABELS[m], "reached gap 1e-3": "yes" if d["reached"] else "no (within K)",
+                      "iterations": d["iterations"] if d["reached"] else "-",
+                      "seconds": t["seconds"],
+                      "time / LP time": (f"{t['ratio_to_lp']:.3g}" if d["reached"] else f"> {t['ratio_to_lp']:.3g}")})
+    games_md = _md(pd.DataFrame(games))
+    nuc = pd.DataFrame([{"p": p[1:], "svds(k=1) on sparse adjoint (ms)": 1e3 * t["svds_s"],
+                         "dense SVD + projection (ms)": 1e3 * t["svd_project_s"], "ratio svds / SVD": t["ratio"]}
+                        for p, t in timing["nuclear"].items()])
+    text = [f"**Performance (one BLAS thread; {hw})**", "",
+            f"Matrix game (uniform, seed 0): time to a duality gap of 1e-3 against the HiGHS LP "
+            f"({1e3 * timing['games']['lp_s']:.3g} ms, median of repeated solves).", "", games_md, "",
+            "Nuclear-ball oracles (median of repeated calls):", "", _md(nuc)]
+    if "cvxpy" in det:
+        c = det["cvxpy"]
+        text += ["", f"cvxpy normNuc value {c['value']:.6g} ({c['solver']}); V-x bracket "
+                     f"[{c['vx_lower']:.6g}, {c['vx_upper']:.6g}]; inside: {c['inside']}"]
+    atomic_write_text(out / "performance.md", "\n".join(text) + "\n")
+
+
+def _md(frame: pd.DataFrame) -> str:
+    def fmt(v):
+        return format(float(v), ".3g") if isinstance(v, (float, np.floating)) else str(v)
+
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "|".join("---" for _ in frame.columns) + "|"]
+    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def make_figures(results_dir: Path, out_dir: Path, scale: str) -> None:
+    """Write every figure and table of the spec into ``out_dir``."""
+    results_dir, out_dir = Path(results_dir), Path(out_dir)
+    _cc_figures(results_dir, out_dir)
+    _nuclear_figures(results_dir, out_dir)
+    _nc_figures(results_dir, out_dir)
+    _anytime_table(results_dir, out_dir)
+    _performance_table(results_dir, out_dir)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(make_figures))

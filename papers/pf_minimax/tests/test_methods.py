@@ -1,0 +1,87 @@
+"""Methods: first steps by hand, the anytime property, records, and bad inputs."""
+import numpy as np
+import pytest
+
+from papers.pf_minimax.experiments import loglog_slope
+from papers.pf_minimax.methods import run_method
+from papers.pf_minimax.problems import make_problem
+
+
+def test_vx_first_step_by_hand():
+    # A = diag(1, 2), x0 = y0 = ybar = (1/2, 1/2), mu_0 = 1, L_xy = 2:
+    # gy = A^T x0 = (1/2, 1); y1 = P(y0 + gy/3) = P(2/3, 5/6) = (5/12, 7/12);
+    # gx = A y1 = (5/12, 7/6) -> LMO e_0, alpha_0 = 1 -> x1 = e_0.
+    game = make_problem("matrix_game", A=np.diag([1.0, 2.0]))
+    tr = run_method("v_x", game, 1)
+    assert np.allclose(tr.y, [5 / 12, 7 / 12]) and np.array_equal(tr.x, [1.0, 0.0])
+    assert tr.params == {"mu0": 1.0, "omega": 0.5, "x_step": "open_loop"}
+
+
+def test_proj_first_step_by_hand():
+    # same game, PROJ: L_0 = L_xy^2/mu_0 = 4; x1 = P(x0 - A y1 / 4) = P(0.5 - 5/48, 0.5 - 7/24) = (0.59375, 0.40625)
+    game = make_problem("matrix_game", A=np.diag([1.0, 2.0]))
+    tr = run_method("proj", game, 1)
+    assert np.allclose(tr.x, [0.59375, 0.40625])
+
+
+def test_spfw_first_step_by_hand():
+    # A = [[0, 1], [1, 0]] at the barycentre: all gradient entries tie -> both LMOs pick e_0, step 1;
+    # Gap(e_0, e_0) = max(A^T e_0) - min(A e_0) = 1 - 0.
+    game = make_problem("matrix_game", A=np.array([[0.0, 1.0], [1.0, 0.0]]))
+    tr = run_method("sp_fw", game, 1)
+    assert np.array_equal(tr.x, [1.0, 0.0]) and np.array_equal(tr.y, [1.0, 0.0])
+    assert tr.measure.tolist() == [0.0, 1.0]
+
+
+def test_symmetric_games_start_at_equilibrium():
+    for name, kw in (("rps", {}), ("identity_game", {"n": 4})):
+        game = make_problem(name, **kw)
+        for method in ("proj", "peg"):
+            assert np.all(np.abs(run_method(method, game, 20).measure) < 1e-15)
+
+
+def test_anytime_prefix_and_records():
+    game = make_problem("uniform_game", n=6, m=5, seed=1)
+    short, long = run_method("v_xy", game, 30), run_method("v_xy", game, 60)
+    assert np.array_equal(short.measure, long.measure[:31])
+    tr = run_method("v_x", game, 7, record_every=3, time_iterations=True)
+    assert tr.steps.tolist() == [0, 3, 6, 7] and tr.iter_seconds.shape == (7,)
+
+
+def test_nc_defaults_and_best_so_far():
+    p = make_problem("dro_synthetic", N=30, d=5, lam=0.1, grouping="example", seed=0)
+    tr = run_method("v_y", p, 50, record_every=5)
+    assert tr.params == {"mu0": 0.0, "omega": 0.5, "x_step": "short"}
+    assert np.all(np.diff(tr.measure) <= 0) and np.allclose(tr.measure, np.minimum.accumulate(tr.raw_measure))
+    q = make_problem("dro_synthetic", N=30, d=5, lam=0.0, grouping="block", seed=0)
+    tr = run_method("v_x", q, 10)
+    assert tr.params["mu0"] == 1.0 and tr.objective[0] == 0.5   # Phi(0) = 1/2 in group DRO
+
+
+def test_loglog_slope_exact_power_law():
+    k = np.arange(0, 2001)
+    assert abs(loglog_slope(k, 3.0 * np.maximum(k, 1) ** -0.5) + 0.5) < 1e-12
+
+
+@pytest.mark.parametrize("kwargs, msg", [
+    (dict(method="nope"), "method"),
+    (dict(omega=0.0), "omega"),
+    (dict(omega=1.5), "omega"),
+    (dict(n_iter=-1), "n_iter"),
+    (dict(record_every=0), "record_every"),
+    (dict(x_step="armijo"), "x_step"),
+    (dict(mu0=-1.0), "mu0"),
+])
+def test_bad_run_arguments(kwargs, msg):
+    args = dict(method="v_x", problem=make_problem("rps"), n_iter=5)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=msg):
+        run_method(args.pop("method"), args.pop("problem"), args.pop("n_iter"), **args)
+
+
+def test_ncc_needs_positive_mu0_and_peg_needs_cc():
+    p = make_problem("dro_synthetic", N=30, d=5, lam=0.0, grouping="block", seed=0)
+    with pytest.raises(ValueError, match="mu0"):
+        run_method("v_x", p, 5, mu0=0.0)
+    with pytest.raises(ValueError, match="peg"):
+        run_method("peg", p, 5)

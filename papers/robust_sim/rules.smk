@@ -1,0 +1,1 @@
+# robust_sim: synthetic data only, generated inside each experiment from the seed; no paper-specific rules.
