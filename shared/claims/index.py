@@ -38,15 +38,31 @@ def _rows(scale: str) -> list[str]:
     return rows
 
 
-def render_index() -> str:
-    """Markdown of the index over every scale that has reports."""
+def _disabled_papers() -> list[str]:
+    from shared.config import load_yaml
+
+    papers = load_yaml(REPO_ROOT / "config" / "config.yaml")["papers"]
+    return [slug for slug, on in papers.items() if not on]
+
+
+def render_index(scale: str = "quick") -> str:
+    """Markdown of the index over the quick and full reports that exist (and the smoke ones when ``scale`` is
+    smoke), and the papers left out of `rule all`."""
     lines = [_INTRO]
-    for scale in SCALES:
-        rows = _rows(scale)
+    disabled = _disabled_papers()
+    if disabled:
+        lines += ["## Papers not run by the workflow", "",
+                  "These folders are registered but disabled in `config/config.yaml` (`papers.<slug>: false`); "
+                  "their unit tests still run. Each paper's README says why.", "",
+                  *[f"- `{slug}`" for slug in disabled], ""]
+    for shown in SCALES:
+        if shown == "smoke" and scale != "smoke":
+            continue
+        rows = _rows(shown)
         if not rows:
             continue
-        judged = "" if scale != "smoke" else " (verdicts not judged at smoke scale)"
-        lines += [f"## Scale `{scale}`{judged}", "",
+        judged = "" if shown != "smoke" else " (verdicts not judged at smoke scale)"
+        lines += [f"## Scale `{shown}`{judged}", "",
                   "| paper | title | fidelity | claims reproduced | experiment wall (s) | commit |",
                   "|---|---|---|---|---|---|", *rows, ""]
     return "\n".join(lines)
@@ -55,8 +71,9 @@ def render_index() -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Render reports/README.md.")
     parser.add_argument("--out", default=str(REPO_ROOT / "reports" / "README.md"))
+    parser.add_argument("--scale", default="quick", choices=SCALES, help="the scale just run")
     args = parser.parse_args(argv)
-    atomic_write_text(args.out, render_index())
+    atomic_write_text(args.out, render_index(args.scale))
     return 0
 
 

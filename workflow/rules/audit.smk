@@ -9,7 +9,7 @@ for _slug in PAPERS:
             config=f"papers/{_slug}/config.yaml",
             results=experiment_outputs(_slug),
             figures=[f"{figures_dir(_slug)}/{f}" for f in PAPER_CONFIG[_slug][SCALE]["figures"]],
-            code=SHARED_CODE,
+            code=AUDIT_CODE,
         output:
             report_path(_slug),
         params:
@@ -30,8 +30,9 @@ rule audit_index:
         "reports/README.md",
     params:
         python=PYTHON,
+        scale=SCALE,
     resources:
         mem_mb=1000,
         runtime=5,
     shell:
-        "{params.python} -m shared.claims.index --out {output}"
+        "{params.python} -m shared.claims.index --scale {params.scale} --out {output}"

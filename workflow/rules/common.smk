@@ -46,7 +46,11 @@ if config.get("data_mirror"):
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-SHARED_CODE = sorted(p for p in glob.glob("shared/**/*.py", recursive=True) if "/tests/" not in p)
+# Code an experiment's results depend on: the shared package without its tests, the test helpers and the
+# audit engine (the audit code is an input of the report rules only, so a report change reruns no experiment).
+SHARED_CODE = sorted(p for p in glob.glob("shared/**/*.py", recursive=True)
+                     if not p.startswith(("shared/tests/", "shared/claims/")) and p != "shared/testing.py")
+AUDIT_CODE = sorted(glob.glob("shared/claims/*.py"))
 
 
 def paper_code(slug, *, plots=False):

@@ -4,9 +4,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shared.config import load_paper_config, load_yaml, validate
-from shared.experiment import RunContext, run_experiment
-from shared.results import get_key, read_metrics
+from shared.experiment import RunContext
+from shared.testing import claim_metric_values, missing_figures, rerun_is_identical, run_scale
+from shared.results import read_metrics
 
 from papers.goma import experiments as E
 from papers.goma.methods import run_deterministic
@@ -19,31 +19,20 @@ CONFIG = HERE / "config.yaml"
 
 @pytest.fixture(scope="module")
 def smoke_results(tmp_path_factory):
-    root = tmp_path_factory.mktemp("smoke")
-    for name in load_paper_config(CONFIG)["smoke"]["experiments"]:
-        run_experiment(E.EXPERIMENTS, name, CONFIG, "smoke", root / name)
-    return root
+    return run_scale(E.EXPERIMENTS, CONFIG, tmp_path_factory.mktemp("smoke"))
 
 
 def test_every_smoke_figure_is_written(smoke_results, tmp_path):
-    make_figures(smoke_results, tmp_path, "smoke")
-    for figure in load_paper_config(CONFIG)["smoke"]["figures"]:
-        assert (tmp_path / figure).stat().st_size > 0, figure
+    assert missing_figures(make_figures, smoke_results, tmp_path, CONFIG) == []
 
 
 def test_claim_keys_exist_at_smoke(smoke_results):
-    claims = validate(load_yaml(HERE / "claims.yaml"), "claims.schema.json", where="claims")
-    for claim in claims:
-        for part in ("metric", "spread"):
-            if part in claim:
-                value = get_key(read_metrics(smoke_results / claim[part]["file"]), claim[part]["key"])
-                assert isinstance(value, (int, float)), (claim["id"], part, value)
+    for (claim_id, part), value in claim_metric_values(HERE / "claims.yaml", smoke_results).items():
+        assert isinstance(value, (int, float)), (claim_id, part, value)
 
 
 def test_deterministic_metrics_are_byte_identical(smoke_results, tmp_path):
-    run_experiment(E.EXPERIMENTS, "deterministic", CONFIG, "smoke", tmp_path / "again")
-    assert (tmp_path / "again" / "metrics.json").read_bytes() == \
-        (smoke_results / "deterministic" / "metrics.json").read_bytes()
+    assert rerun_is_identical(E.EXPERIMENTS, CONFIG, "deterministic", smoke_results, tmp_path)
 
 
 def test_smoke_single_call_property(smoke_results):

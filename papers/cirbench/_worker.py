@@ -1,0 +1,716 @@
+"""Functions that run *inside* the sandbox child (shared.sandbox): every parse, verify, pass pipeline, z3
+encoding, JIT call and object emission on IR text happens here, never in the workflow process.
+
+Importing this module initialises LLVM's native target once (in the zygote, before any fork). Every function
+takes and returns JSON-able values.
+"""
+from __future__ import annotations
+
+import ctypes
+import re
+import time
+
+import llvmlite.binding as llvm
+import z3
+
+llvm.initialize_native_target()
+llvm.initialize_native_asmprinter()
+_TRIPLE = llvm.get_default_triple()
+
+SINGLE_PASSES = {
+    "sroa": "add_sroa_pass", "instcombine": "add_instruction_combine_pass",
+    "simplifycfg": "add_simplify_cfg_pass", "newgvn": "add_new_gvn_pass", "sccp": "add_sccp_pass",
+    "dse": "add_dead_store_elimination_pass", "reassociate": "add_reassociate_pass",
+    "jump-threading": "add_jump_threading_pass", "loop-rotate": "add_loop_rotate_pass",
+    "loop-unroll": "add_loop_unroll_pass", "tailcallelim": "add_tail_call_elimination_pass",
+    "adce": "add_aggressive_dce_pass", "dce": "add_dead_code_elimination_pass",
+    "memcpyopt": "add_mem_copy_opt_pass", "loop-deletion": "add_loop_deletion_pass", "sink": "add_sinking_pass",
+}
+LEVELS = ("O0", "O1", "O2", "O3")
+
+
+def _tm():
+    target = llvm.Target.from_triple(_TRIPLE)
+    return target.create_target_machine(cpu="x86-64", features="", opt=2, reloc="pic", codemodel="default")
+
+
+def _parse(ir: str):
+    """(module, None) or (None, (stage, message))."""
+    try:
+        mod = llvm.parse_assembly(ir)
+    except RuntimeError as exc:
+        return None, ("parse", str(exc).strip())
+    try:
+        mod.verify()
+    except RuntimeError as exc:
+        return None, ("verify", str(exc).strip())
+    return mod, None
+
+
+_DEFINE = re.compile(r"^define\s+(.*?)@([\w.$\-]+|\"[^\"]+\")\((.*)\)(.*)$")
+
+
+def _split_top(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    return parts
+
+
+_ATTR_WORDS = {"noundef", "signext", "zeroext", "nonnull", "noalias", "nocapture", "readonly", "writeonly",
+               "inreg", "returned", "dso_local", "internal", "private", "local_unnamed_addr", "unnamed_addr",
+               "hidden", "protected", "nofree", "dereferenceable", "align", "range", "captures"}
+
+
+def _type_of(tokens: str) -> str:
+    for tok in re.split(r"\s+", tokens.strip()):
+        if tok and (re.fullmatch(r"i\d+|ptr|float|double|void|half", tok)):
+            return tok
+    return "?"
+
+
+def signature(fn) -> dict:
+    """{'ret': type, 'params': [types], 'names': [arg names or arg<i>]} from the define line."""
+    line = [ln for ln in str(fn).splitlines() if ln.startswith("define")][0]
+    m = _DEFINE.match(line)
+    head, params = m.group(1), m.group(3)
+    ret = _type_of(re.sub(r"\([^)]*\)", "", head).replace("define", ""))
+    types, names = [], []
+    for i, p in enumerate(_split_top(params)):
+        if p == "...":
+            types.append("...")
+            names.append(f"arg{i}")
+            continue
+        types.append(_type_of(re.sub(r"\([^)]*\)", "", p)))
+        nm = re.search(r"%([A-Za-z_.$][\w.$\-]*)\s*$", p)
+        names.append(nm.group(1) if nm else f"arg{i}")
+    return {"ret": ret, "params": types, "names": names}
+
+
+def _find(mod, name):
+    for fn in mod.functions:
+        if fn.name == name and not fn.is_declaration:
+            return fn
+    return None
+
+
+def verify(ir: str, function: str | None = None) -> dict:
+    """{'ok', 'stage', 'message', 'signature'} for one text (signature of ``function`` when it exists)."""
+    mod, err = _parse(ir)
+    if err:
+        return {"ok": False, "stage": err[0], "message": err[1], "signature": None}
+    sig = None
+    if function is not None:
+        fn = _find(mod, function)
+        sig = None if fn is None else signature(fn)
+    return {"ok": True, "stage": None, "message": "", "signature": sig}
+
+
+def passes(ir: str, pipeline) -> dict:
+    """Run "O0".."O3" or a list of single passes; {'ok', 'ir' | 'stage', 'message'}."""
+    mod, err = _parse(ir)
+    if err:
+        return {"ok": False, "stage": err[0], "message": err[1]}
+    mod.triple = _TRIPLE
+    tm = _tm()
+    if isinstance(pipeline, str):
+        level = int(pipeline[1])
+        if level > 0:
+            pto = llvm.create_pipeline_tuning_options(speed_level=level)
+            pb = llvm.create_pass_builder(tm, pto)
+            pb.getModulePassManager().run(mod, pb)
+    else:
+        pto = llvm.create_pipeline_tuning_options(speed_level=0)
+        pb = llvm.create_pass_builder(tm, pto)
+        mpm = llvm.create_new_module_pass_manager()
+        for p in pipeline:
+            getattr(mpm, SINGLE_PASSES[p])()
+        mpm.run(mod, pb)
+    return {"ok": True, "ir": str(mod)}
+
+
+def normalise(ir: str, function: str) -> dict:
+    """EM normal form: instnamer, function text only, no attribute refs or metadata, collapsed spaces."""
+    mod, err = _parse(ir)
+    if err:
+        return {"ok": False, "text": None}
+    fn = _find(mod, function)
+    if fn is None:
+        return {"ok": False, "text": None}
+    pto = llvm.create_pipeline_tuning_options(speed_level=0)
+    pb = llvm.create_pass_builder(_tm(), pto)
+    mpm = llvm.create_new_module_pass_manager()
+    mpm.add_instruction_namer_pass()
+    mpm.run(mod, pb)
+    text = str(_find(mod, function))
+    text = re.sub(r"^;.*$", "", text, flags=re.M)
+    text = re.sub(r";.*$", "", text, flags=re.M)
+    text = re.sub(r",\s*!\w+\s+!\d+", "", text)
+    text = re.sub(r"\s#\d+", " ", text)
+    return {"ok": True, "text": " ".join(text.split())}
+
+
+# --------------------------------------------------------------------------------- analysis (object model)
+def analyse(ir: str, function: str) -> dict:
+    """Raw CFG facts of one function for the Analysis oracle: blocks, successors, opcode counts, return blocks."""
+    mod, err = _parse(ir)
+    if err:
+        return {"ok": False}
+    fn = _find(mod, function)
+    blocks, succ, counts, rets = [], {}, {"load": 0, "store": 0, "call": 0, "phi": 0}, []
+    for b in fn.blocks:
+        blocks.append(b.name)
+        insts = list(b.instructions)
+        for ins in insts:
+            if ins.opcode in counts:
+                counts[ins.opcode] += 1
+        term = insts[-1]
+        names = [op.name for op in term.operands if str(op.type) == "label"]
+        succ[b.name] = names
+        if term.opcode == "ret":
+            rets.append(b.name)
+    return {"ok": True, "blocks": blocks, "succ": succ, "counts": counts, "rets": rets}
+
+
+# ------------------------------------------------------------------------------------ formal (z3, QF_BV)
+class Unsupported(Exception):
+    """The function lies outside the formal fragment."""
+
+
+_NAME = r"%([A-Za-z_.$][\w.$\-]*|\d+)"
+_BIN = {"add", "sub", "mul", "udiv", "sdiv", "urem", "srem", "shl", "lshr", "ashr", "and", "or", "xor"}
+_ICMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "ugt": z3.UGT, "uge": z3.UGE, "ult": z3.ULT,
+         "ule": z3.ULE, "sgt": lambda a, b: a > b, "sge": lambda a, b: a >= b, "slt": lambda a, b: a < b,
+         "sle": lambda a, b: a <= b}
+
+
+def _width(ty: str) -> int:
+    m = re.fullmatch(r"i(\d+)", ty)
+    if not m or not 1 <= int(m.group(1)) <= 64:
+        raise Unsupported(f"type {ty}")
+    return int(m.group(1))
+
+
+def _named(fn) -> list:
+    """Blocks as (name, [instruction text]) after naming every value (instnamer on a private copy)."""
+    return [(b.name, [str(i).strip() for i in b.instructions]) for b in fn.blocks]
+
+
+class _Encoder:
+    def __init__(self, fn, args, prefix):
+        self.env, self.poison, self.prefix = {}, {}, prefix
+        self.fresh = 0
+        sig = signature(fn)
+        if sig["ret"] == "?" or sig["ret"] == "void":
+            raise Unsupported("return type")
+        self.ret_width = _width(sig["ret"])
+        arg_names = [re.search(r"%([\w.$\-]+)\s*$", p).group(1) for p in _split_top(_DEFINE.match(
+            [ln for ln in str(fn).splitlines() if ln.startswith("define")][0]).group(3))]
+        for nm, ty, a in zip(arg_names, sig["params"], args):
+            if a.size() != _width(ty):
+                raise Unsupported("argument width")
+            self.env[nm] = a
+            self.poison[nm] = z3.BoolVal(False)
+        self.blocks = _named(fn)
+
+    def val(self, tok: str, width: int):
+        tok = tok.strip()
+        if tok.startswith("%"):
+            nm = tok[1:]
+            if nm not in self.env:
+                raise Unsupported(f"operand {tok}")
+            return self.env[nm], self.poison[nm]
+        if tok == "true":
+            return z3.BitVecVal(1, width), z3.BoolVal(False)
+        if tok == "false":
+            return z3.BitVecVal(0, width), z3.BoolVal(False)
+        if tok == "poison":
+            return z3.BitVecVal(0, width), z3.BoolVal(True)
+        if re.fullmatch(r"-?\d+", tok):
+            return z3.BitVecVal(int(tok) % (1 << width), width), z3.BoolVal(False)
+        raise Unsupported(f"operand {tok}")
+
+    def encode(self):
+        order = self._topo()
+        reach = {order[0]: z3.BoolVal(True)}
+        edges = {}
+        ub = []
+        ret_val, ret_poison = None, None
+        text = dict(self.blocks)
+        self.allocas, mem_end = {}, {}
+        for b in order:
+            incoming = edges.get(b, {})
+            r = z3.simplify(z3.Or(*incoming.values())) if b != order[0] and incoming else reach[order[0]]
+            if b != order[0] and not incoming:
+                r = z3.BoolVal(False)
+            reach[b] = r
+            state = {}  # local scalar allocas: value at block entry, merged over the incoming edges
+            if incoming:
+                preds = list(incoming)
+                common = set.intersection(*[set(mem_end.get(p_, {})) for p_ in preds])
+                for a in common:
+                    v, p = None, None
+                    for p_ in preds:
+                        av, ap = mem_end[p_][a]
+                        v = av if v is None else z3.If(incoming[p_], av, v)
+                        p = ap if p is None else z3.If(incoming[p_], ap, p)
+                    state[a] = (v, p)
+            for line in text[b]:
+                out = self._inst(line, b, edges, r, ub, state)
+                if out is not None:
+                    v, p = out
+                    ret_val = v if ret_val is None else z3.If(r, v, ret_val)
+                    ret_poison = p if ret_poison is None else z3.If(r, p, ret_poison)
+            mem_end[b] = state
+        if ret_val is None:
+            raise Unsupported("no return")
+        return ret_val, ret_poison, z3.Or(*ub) if ub else z3.BoolVal(False)
+
+    def _topo(self):
+        succ = {}
+        for b, lines in self.blocks:
+            succ[b] = re.findall(r"label %([\w.$\-]+)", lines[-1])
+        order, state = [], {}
+
+        def dfs(n):
+            state[n] = 1
+            for s in succ.get(n, []):
+                if state.get(s) == 1:
+                    raise Unsupported("loop")
+                if s not in state:
+                    dfs(s)
+            state[n] = 2
+            order.append(n)
+        dfs(self.blocks[0][0])
+        return order[::-1]
+
+    def _inst(self, line, b, edges, reach, ub, state):
+        line = re.sub(r",\s*!\w+\s+!\d+", "", line)
+        line = re.sub(r"\s#\d+\s*$", "", line)
+        m = re.fullmatch(r"%([\w.$\-]+) = alloca (i\d+)(?:, align \d+)?", line)
+        if m:  # a local scalar slot (the -O0 pattern); any use other than load/store is unsupported
+            self.allocas[m.group(1)] = _width(m.group(2))
+            return None
+        m = re.fullmatch(r"store (i\d+) (\S+), ptr %([\w.$\-]+)(?:, align \d+)?", line)
+        if m:
+            if m.group(3) not in self.allocas or _width(m.group(1)) != self.allocas[m.group(3)]:
+                raise Unsupported(line)
+            state[m.group(3)] = self.val(m.group(2), self.allocas[m.group(3)])
+            return None
+        m = re.fullmatch(r"%([\w.$\-]+) = load (i\d+), ptr %([\w.$\-]+)(?:, align \d+)?", line)
+        if m:
+            a = m.group(3)
+            if a not in self.allocas or a not in state or _width(m.group(2)) != self.allocas[a]:
+                raise Unsupported(line)  # not a local slot, or possibly uninitialised (undef)
+            self.env[m.group(1)], self.poison[m.group(1)] = state[a]
+            return None
+        if line.startswith("ret "):
+            parts = line.split()
+            if len(parts) != 3:
+                raise Unsupported(line)
+            return self.val(parts[2], self.ret_width)
+        if line.startswith("br "):
+            m = re.fullmatch(r"br label %([\w.$\-]+)", line)
+            if m:
+                edges.setdefault(m.group(1), {})[b] = reach
+                return None
+            m = re.fullmatch(r"br i1 (\S+), label %([\w.$\-]+), label %([\w.$\-]+)", line)
+            if not m:
+                raise Unsupported(line)
+            c, pc = self.val(m.group(1), 1)
+            ub.append(z3.And(reach, pc))
+            t = z3.And(reach, c == 1)
+            f = z3.And(reach, c == 0)
+            d = edges.setdefault(m.group(2), {})
+            d[b] = z3.Or(d[b], t) if b in d else t
+            d = edges.setdefault(m.group(3), {})
+            d[b] = z3.Or(d[b], f) if b in d else f
+            return None
+        if line == "unreachable":
+            ub.append(reach)
+            return None
+        m = re.fullmatch(r"%([\w.$\-]+) = (.*)", line)
+        if not m:
+            raise Unsupported(line)
+        name, rhs = m.group(1), m.group(2)
+        if re.match(r"(alloca|load|store|getelementptr|call|tail call|atomic|cmpxchg)\b", rhs) and \
+                not re.search(r"@llvm\.(smax|smin|umax|umin|abs)\.", rhs):
+            raise Unsupported(rhs)
+        v, p = self._rhs(rhs, b, edges, reach, ub)
+        self.env[name], self.poison[name] = v, p
+        return None
+
+    def _rhs(self, rhs, b, edges, reach, ub):
+        toks = rhs.replace(",", " , ").split()
+        op = toks[0]
+        if op in _BIN:
+            m = re.fullmatch(r"(\w+)((?: (?:nsw|nuw|exact|disjoint))*) (i\d+) (\S+), (\S+)", rhs)
+            if not m:
+                raise Unsupported(rhs)
+            flags, w = m.group(2).split(), _width(m.group(3))
+            a, pa = self.val(m.group(4), w)
+            c, pc = self.val(m.group(5), w)
+            return self._binop(op, flags, w, a, pa, c, pc, reach, ub)
+        if op == "icmp":
+            m = re.fullmatch(r"icmp (samesign )?(\w+) (i\d+) (\S+), (\S+)", rhs)
+            if not m:
+                raise Unsupported(rhs)
+            w = _width(m.group(3))
+            a, pa = self.val(m.group(4), w)
+            c, pc = self.val(m.group(5), w)
+            res = z3.If(_ICMP[m.group(2)](a, c), z3.BitVecVal(1, 1), z3.BitVecVal(0, 1))
+            p = z3.Or(pa, pc)
+            if m.group(1):
+                p = z3.Or(p, z3.Extract(w - 1, w - 1, a) != z3.Extract(w - 1, w - 1, c))
+            return res, p
+        if op in ("zext", "sext", "trunc"):
+            m = re.fullmatch(r"(zext|sext|trunc)((?: (?:nneg|nuw|nsw))*) (i\d+) (\S+) to (i\d+)", rhs)
+            if not m:
+                raise Unsupported(rhs)
+            w1, w2 = _width(m.group(3)), _width(m.group(5))
+            a, pa = self.val(m.group(4), w1)
+            flags = m.group(2).split()
+            if op == "zext":
+                res = z3.ZeroExt(w2 - w1, a)
+                p = z3.Or(pa, a < 0) if "nneg" in flags else pa
+            elif op == "sext":
+                res = z3.SignExt(w2 - w1, a)
+                p = pa
+            else:
+                res = z3.Extract(w2 - 1, 0, a)
+                p = pa
+                if "nuw" in flags:
+                    p = z3.Or(p, z3.ZeroExt(w1 - w2, res) != a)
+                if "nsw" in flags:
+                    p = z3.Or(p, z3.SignExt(w1 - w2, res) != a)
+            return res, p
+        if op == "freeze":
+            m = re.fullmatch(r"freeze (i\d+) (\S+)", rhs)
+            if not m or self.prefix == "src":
+                raise Unsupported("freeze in source")
+            w = _width(m.group(1))
+            a, pa = self.val(m.group(2), w)
+            self.fresh += 1
+            return z3.If(pa, z3.BitVec(f"{self.prefix}_frz{self.fresh}", w), a), z3.BoolVal(False)
+        if op == "select":
+            m = re.fullmatch(r"select i1 (\S+), (i\d+) (\S+), (i\d+) (\S+)", rhs)
+            if not m:
+                raise Unsupported(rhs)
+            w = _width(m.group(2))
+            c, pc = self.val(m.group(1), 1)
+            a, pa = self.val(m.group(3), w)
+            d, pd = self.val(m.group(5), w)
+            return z3.If(c == 1, a, d), z3.Or(pc, z3.If(c == 1, pa, pd))
+        if op == "phi":
+            m = re.fullmatch(r"phi (i\d+) (.*)", rhs)
+            if not m:
+                raise Unsupported(rhs)
+            w = _width(m.group(1))
+            inc = re.findall(r"\[\s*([^,\]]+?)\s*,\s*%([\w.$\-]+)\s*\]", m.group(2))
+            v, p = None, None
+            for tok, pred in inc:
+                a, pa = self.val(tok, w)
+                cond = edges.get(b, {}).get(pred, z3.BoolVal(False))
+                v = a if v is None else z3.If(cond, a, v)
+                p = pa if p is None else z3.If(cond, pa, p)
+            return v, p
+        if op in ("call", "tail"):
+            m = re.search(r"call (?:\w+ )*(i\d+) @llvm\.(smax|smin|umax|umin|abs)\.i\d+\((.*)\)", rhs)
+            if not m:
+                raise Unsupported(rhs)
+            w = _width(m.group(1))
+            args = [re.sub(r"\s+(noundef|signext|zeroext|immarg)\b", "", x).split() for x in _split_top(m.group(3))]
+            ops = [self.val(a[-1], _width(a[0])) for a in args]
+            kind = m.group(2)
+            if kind == "abs":
+                (a, pa), (flag, _) = ops
+                res = z3.If(a < 0, -a, a)
+                mn = z3.BitVecVal(1 << (w - 1), w)
+                p = z3.Or(pa, z3.And(flag == 1, a == mn))
+                return res, p
+            (a, pa), (c, pc) = ops
+            fn = {"smax": lambda: z3.If(a > c, a, c), "smin": lambda: z3.If(a < c, a, c),
+                  "umax": lambda: z3.If(z3.UGT(a, c), a, c), "umin": lambda: z3.If(z3.ULT(a, c), a, c)}[kind]
+            return fn(), z3.Or(pa, pc)
+        raise Unsupported(f"instruction {op}")
+
+    def _binop(self, op, flags, w, a, pa, c, pc, reach, ub):
+        p = z3.Or(pa, pc)
+        zero = z3.BitVecVal(0, w)
+        if op == "add":
+            res = a + c
+            if "nsw" in flags:
+                p = z3.Or(p, z3.Not(z3.BVAddNoOverflow(a, c, True)), z3.Not(z3.BVAddNoUnderflow(a, c)))
+            if "nuw" in flags:
+                p = z3.Or(p, z3.Not(z3.BVAddNoOverflow(a, c, False)))
+        elif op == "sub":
+            res = a - c
+            if "nsw" in flags:
+                p = z3.Or(p, z3.Not(z3.BVSubNoOverflow(a, c)), z3.Not(z3.BVSubNoUnderflow(a, c, True)))
+            if "nuw" in flags:
+                p = z3.Or(p, z3.ULT(a, c))
+        elif op == "mul":
+            res = a * c
+            if "nsw" in flags:
+                p = z3.Or(p, z3.Not(z3.BVMulNoOverflow(a, c, True)), z3.Not(z3.BVMulNoUnderflow(a, c)))
+            if "nuw" in flags:
+                p = z3.Or(p, z3.Not(z3.BVMulNoOverflow(a, c, False)))
+        elif op in ("udiv", "sdiv", "urem", "srem"):
+            ub.append(z3.And(reach, z3.Or(pc, c == 0)))
+            mn = z3.BitVecVal(1 << (w - 1), w)
+            if op[0] == "s":
+                ub.append(z3.And(reach, z3.Not(pa), a == mn, c == z3.BitVecVal(-1, w)))
+            safe = z3.If(c == 0, z3.BitVecVal(1, w), c)
+            res = {"udiv": lambda: z3.UDiv(a, safe), "sdiv": lambda: a / safe, "urem": lambda: z3.URem(a, safe),
+                   "srem": lambda: z3.SRem(a, safe)}[op]()
+            p = pa
+            if "exact" in flags:
+                rem = z3.URem(a, safe) if op == "udiv" else z3.SRem(a, safe)
+                p = z3.Or(p, rem != 0)
+        elif op in ("shl", "lshr", "ashr"):
+            big = z3.UGE(c, z3.BitVecVal(w, w))
+            p = z3.Or(p, big)
+            if op == "shl":
+                res = a << c
+                if "nuw" in flags:
+                    p = z3.Or(p, z3.LShR(res, c) != a)
+                if "nsw" in flags:
+                    p = z3.Or(p, (res >> c) != a)
+            else:
+                res = z3.LShR(a, c) if op == "lshr" else a >> c
+                if "exact" in flags:
+                    p = z3.Or(p, (res << c) != a)
+        elif op == "and":
+            res = a & c
+        elif op == "or":
+            res = a | c
+            if "disjoint" in flags:
+                p = z3.Or(p, (a & c) != zero)
+        else:
+            res = a ^ c
+        return res, p
+
+
+def formal(src_ir: str, tgt_ir: str, function: str, timeout_ms: int = 10000) -> dict:
+    """Refinement check src -> tgt of one function in QF_BV; {'verdict', 'counterexample', 'detail', 'time_s'}."""
+    t0 = time.perf_counter()
+    mods = []
+    for ir in (src_ir, tgt_ir):
+        mod, err = _parse(ir)
+        if err:
+            return {"verdict": "UNKNOWN", "counterexample": None, "detail": f"{err[0]}: {err[1]}", "time_s": 0.0}
+        pto = llvm.create_pipeline_tuning_options(speed_level=0)
+        pb = llvm.create_pass_builder(_tm(), pto)
+        mpm = llvm.create_new_module_pass_manager()
+        mpm.add_instruction_namer_pass()
+        mpm.run(mod, pb)
+        mods.append(mod)
+    fs, ft = _find(mods[0], function), _find(mods[1], function)
+    sig = signature(fs)
+    orig_names = signature(_parse(src_ir)[0].get_function(function))["names"]
+    try:
+        args = [z3.BitVec(f"a{i}", _width(t)) for i, t in enumerate(sig["params"])]
+        rs, ps, us = _Encoder(fs, args, "src").encode()
+        rt, pt, ut = _Encoder(ft, args, "tgt").encode()
+    except Unsupported as exc:
+        return {"verdict": "UNKNOWN", "counterexample": None, "detail": f"unsupported: {exc}",
+                "time_s": time.perf_counter() - t0}
+    refines = z3.Or(us, z3.And(z3.Not(ut), z3.Or(ps, z3.And(z3.Not(pt), rs == rt))))
+    solver = z3.SolverFor("QF_BV")
+    solver.set("timeout", int(timeout_ms))
+    solver.set("random_seed", 0)
+    solver.add(z3.Not(refines))
+    res = solver.check()
+    dt = time.perf_counter() - t0
+    if res == z3.unsat:
+        return {"verdict": "EQ", "counterexample": None, "detail": "formal: refinement proved", "time_s": dt}
+    if res == z3.sat:
+        model = solver.model()
+        cex = {}
+        for nm, a in zip(orig_names, args):
+            v = model.eval(a, model_completion=True).as_long()
+            w = a.size()
+            cex[nm] = v - (1 << w) if v >> (w - 1) else v
+        return {"verdict": "NOT_EQ", "counterexample": cex, "detail": "formal: counterexample", "time_s": dt}
+    return {"verdict": "UNKNOWN", "counterexample": None, "detail": f"formal: solver {solver.reason_unknown()}",
+            "time_s": dt}
+
+
+def in_fragment(ir: str, function: str) -> bool:
+    """Whether one function lies in the formal fragment."""
+    r = formal(ir, ir, function, 2000)
+    return not str(r["detail"]).startswith("unsupported")
+
+
+# -------------------------------------------------------------------------------------------- JIT / runs
+_CT = {1: ctypes.c_uint8, 8: ctypes.c_int8, 16: ctypes.c_int16, 32: ctypes.c_int32, 64: ctypes.c_int64}
+
+
+def _signed(v: int, w: int) -> int:
+    v &= (1 << w) - 1
+    return v - (1 << w) if v >> (w - 1) else v
+
+
+def run_inputs(ir: str, function: str, inputs: list, elem_bits: list) -> dict:
+    """JIT ``function`` (one MCJIT engine) and call it on every input vector.
+
+    ``inputs``: list of argument lists; a pointer argument is a list of ints (the buffer's contents, element
+    width from ``elem_bits``). Returns {'outputs': [[ret, buf0, buf1, ...], ...]} with signed integers.
+    """
+    mod, err = _parse(ir)
+    if err:
+        return {"error": f"{err[0]}: {err[1]}"}
+    mod.triple = _TRIPLE
+    fn = _find(mod, function)
+    sig = signature(fn)
+    tm = _tm()
+    ee = llvm.create_mcjit_compiler(mod, tm)
+    ee.finalize_object()
+    addr = ee.get_function_address(function)
+    rw = None if sig["ret"] == "void" else int(sig["ret"][1:])
+    ctys = []
+    for t, eb in zip(sig["params"], elem_bits):
+        ctys.append(ctypes.c_void_p if t == "ptr" else _CT[int(t[1:])])
+    proto = ctypes.CFUNCTYPE(None if rw is None else _CT[rw], *ctys)(addr)
+    outs = []
+    for vec in inputs:
+        cargs, bufs = [], []
+        for t, eb, v in zip(sig["params"], elem_bits, vec):
+            if t == "ptr":
+                arr = (_CT[eb] * len(v))(*[_signed(x, eb) for x in v])
+                bufs.append((arr, eb))
+                cargs.append(ctypes.cast(arr, ctypes.c_void_p))
+            else:
+                cargs.append(_signed(v, int(t[1:])))
+        r = proto(*cargs)
+        row = [None if rw is None else _signed(int(r), rw)]
+        for arr, eb in bufs:
+            row.append([_signed(int(x), eb) for x in arr])
+        outs.append(row)
+    return {"outputs": outs}
+
+
+def o3_and_codegen_time(ir: str) -> dict:
+    """Seconds of the -O3 pipeline plus object emission of one module (performance comparison)."""
+    t0 = time.perf_counter()
+    mod, err = _parse(ir)
+    if err:
+        return {"error": err[1]}
+    mod.triple = _TRIPLE
+    tm = _tm()
+    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
+    pb.getModulePassManager().run(mod, pb)
+    tm.emit_object(mod)
+    return {"time_s": time.perf_counter() - t0}
+
+
+def emit_many(texts: list) -> list:
+    """Objects (hex) of many modules in one child; None for a module that does not emit."""
+    out = []
+    for text in texts:
+        try:
+            r = emit_object(text)
+        except Exception:  # noqa: BLE001 - one bad module must not lose the others
+            r = {}
+        out.append(r.get("object"))
+    return out
+
+
+def emit_object(ir: str) -> dict:
+    """Object file (hex) from IR with the fixed target machine (x86-64, codegen level 2, PIC)."""
+    mod, err = _parse(ir)
+    if err:
+        return {"error": f"{err[0]}: {err[1]}"}
+    mod.triple = _TRIPLE
+    return {"object": _tm().emit_object(mod).hex()}
+
+
+def check_pair(src_ir: str, tgt_ir: str, function: str, timeout_ms: int, do_formal: bool) -> dict:
+    """Verify both texts, read both signatures of ``function`` and (``do_formal``) run :func:`formal`."""
+    out = {}
+    for side, ir in (("src", src_ir), ("tgt", tgt_ir)):
+        v = verify(ir, function)
+        out[side] = {"ok": v["ok"], "message": v["message"], "signature": v["signature"]}
+    if do_formal and out["src"]["ok"] and out["tgt"]["ok"] and out["src"]["signature"] and out["tgt"]["signature"] \
+            and out["src"]["signature"]["ret"] == out["tgt"]["signature"]["ret"] \
+            and out["src"]["signature"]["params"] == out["tgt"]["signature"]["params"]:
+        out["formal"] = formal(src_ir, tgt_ir, function, timeout_ms)
+    return out
+
+
+def name_values(ir: str) -> dict:
+    """The module printed after the instnamer pass (every value and block named)."""
+    mod, err = _parse(ir)
+    if err:
+        return {"ok": False, "ir": None}
+    pto = llvm.create_pipeline_tuning_options(speed_level=0)
+    pb = llvm.create_pass_builder(_tm(), pto)
+    mpm = llvm.create_new_module_pass_manager()
+    mpm.add_instruction_namer_pass()
+    mpm.run(mod, pb)
+    return {"ok": True, "ir": str(mod)}
+
+
+def batch(calls: list) -> list:
+    """Several worker calls ``[[name, args], ...]`` in one child (for the project's own trusted IR)."""
+    table = {"verify": verify, "passes": passes, "normalise": normalise, "name_values": name_values,
+             "analyse": analyse, "formal": formal, "in_fragment": in_fragment}
+    return [table[name](*args) for name, args in calls]
+
+
+def check_many(src_ir: str, cands: list, function: str, src_sig: dict, timeout_ms: int, do_formal: bool,
+               vectors: list, elem_bits: list, src_outputs: list, run_limit_s: float) -> None:
+    """Check many candidates against one source in one child; one JSON line per finished candidate on stdout
+    (so that the parent keeps the finished ones if a later candidate crashes or hangs the child). A JIT run
+    longer than ``run_limit_s`` (or a formal check longer than its timeout + 5 s) ends the child by SIGALRM."""
+    import json
+    import signal
+    import sys
+    for j, cand in enumerate(cands):
+        signal.setitimer(signal.ITIMER_REAL, timeout_ms / 1000 + 5.0)
+        v = verify(cand, function)
+        sig = v["signature"]
+        if not v["ok"]:
+            res = {"valid": False, "detail": f"invalid IR: {v['message'][:200]}"}
+        elif sig is None:
+            res = {"valid": False, "detail": f"function {function} is not defined"}
+        elif (sig["ret"], sig["params"]) != (src_sig["ret"], src_sig["params"]):
+            res = {"valid": False, "detail": "signatures differ"}
+        else:
+            res = {"valid": True, "verdict": "UNKNOWN", "layer": None, "counterexample": None, "detail": "",
+                   "times": {}}
+            if do_formal:
+                f = formal(src_ir, cand, function, timeout_ms)
+                res["times"]["formal"] = f["time_s"]
+                res.update(verdict=f["verdict"], counterexample=f["counterexample"], detail=f["detail"])
+                if f["verdict"] != "UNKNOWN":
+                    res["layer"] = "formal"
+            if res["verdict"] == "UNKNOWN" and vectors:
+                t0 = time.perf_counter()
+                sys.stdout.write(json.dumps({"j": j, "running": True}) + "\n")
+                sys.stdout.flush()
+                signal.setitimer(signal.ITIMER_REAL, run_limit_s)
+                outs = run_inputs(cand, function, vectors, elem_bits)["outputs"]
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                bad = next((i for i, (a, b) in enumerate(zip(src_outputs, outs)) if a != b), None)
+                res["times"]["differential"] = time.perf_counter() - t0
+                res["layer"] = "differential"
+                if bad is None:
+                    res.update(verdict="EQ", detail=res["detail"] + f"; differential: {len(outs)} inputs agree")
+                else:
+                    res.update(verdict="NOT_EQ", detail=res["detail"] + "; differential: outputs differ",
+                               counterexample={f"arg{i}": (x if isinstance(x, int) else "buffer")
+                                               for i, x in enumerate(vectors[bad])})
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        sys.stdout.write(json.dumps({"j": j, "result": res}) + "\n")
+        sys.stdout.flush()

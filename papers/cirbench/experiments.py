@@ -1,0 +1,374 @@
+"""Experiments of the cirbench reproduction.
+
+``python -m papers.cirbench.experiments NAME --config papers/cirbench/config.yaml --scale quick --out DIR``:
+
+* ``benchmark``: compile the kernel corpus, build the four tracks, run every rewriter (n samples each), score
+  them through the layered harness (extraction, verifier, formal + differential equivalence, EM, Analysis
+  EM/F1), and measure Transform speedups with callgrind (two runs, for the determinism check);
+* ``perf``: the performance comparison (llvmlite -O3 + codegen vs ``zig cc -O3 -c`` on the same -O0 IR;
+  formal vs differential check time), timings in ``timings.json`` (run-dependent, never in metrics).
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from shared.experiment import RunContext, main
+from shared.lm.backends import get_backend
+from shared.results import atomic_write_text
+
+from papers.cirbench import ir as IR
+from papers.cirbench import perf as P
+from papers.cirbench.corpus import build_corpus
+from papers.cirbench.equiv import check_batch, check_equivalence
+from papers.cirbench.instances import build_instances
+from papers.cirbench.metrics import analysis_scores, parse_analysis_reply, pass_at_k
+from papers.cirbench.rewriters import rewrite, scripted_fn
+
+__all__ = ["EXPERIMENTS", "benchmark", "perf", "score_candidate"]
+
+TRACKS = ("analysis", "repair", "refactor", "transform")
+SCRIPTED_MODEL = "o2-fence-corrupt0.2"
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+class _Scorer:
+    """Scores candidates of one run, caching verdicts by (source hash, candidate hash)."""
+
+    def __init__(self, params, seed):
+        self.cache, self.norm = {}, {}
+        self.timeout_s = float(params.get("timeout_s", 10.0))
+        self.n_random = int(params.get("n_random", 64))
+        self.seed = seed
+        self.times = []
+
+    def normal(self, text, fn):
+        key = (IR.text_hash(text), fn)
+        if key not in self.norm:
+            self.norm[key] = IR.normalise(text, fn)
+        return self.norm[key]
+
+    def prefetch(self, src, cands, inst, src_in_fragment):
+        """Check every uncached candidate of one instance in one sandbox child (see equiv.check_batch)."""
+        todo = sorted({c for c in cands if (IR.text_hash(src), IR.text_hash(c), inst.function) not in self.cache})
+        if not todo:
+            return
+        try:
+            res = check_batch(src, todo, inst.function, arg_specs=inst.arg_specs, timeout_s=self.timeout_s,
+                              n_random=self.n_random, seed=self.seed, src_in_fragment=src_in_fragment)
+        except IR.IRError:
+            return
+        for c, r in zip(todo, res):
+            key = (IR.text_hash(src), IR.text_hash(c), inst.function)
+            if r is None:
+                self.cache[key] = {"valid": False, "verdict": "INVALID", "layer": None, "detail": "invalid"}
+            else:
+                self.cache[key] = {"valid": True, "verdict": r.verdict, "layer": r.layer, "detail": r.detail}
+                self.times.append({"instance": inst.id, **{k: round(v, 6) for k, v in r.times.items()}})
+
+    def check(self, src, cand, inst):
+        key = (IR.text_hash(src), IR.text_hash(cand), inst.function)
+        if key not in self.cache:
+            try:
+                r = check_equivalence(src, cand, inst.function, timeout_s=self.timeout_s, n_random=self.n_random,
+                                      seed=self.seed, arg_specs=inst.arg_specs)
+                self.cache[key] = {"valid": True, "verdict": r.verdict, "layer": r.layer, "detail": r.detail}
+                self.times.append({"instance": inst.id, **{k: round(v, 6) for k, v in r.times.items()}})
+            except (IR.IRError, ValueError, TypeError) as exc:
+                self.cache[key] = {"valid": False, "verdict": "INVALID", "layer": None, "detail": str(exc)[:200]}
+        return self.cache[key]
+
+
+def score_candidate(scorer: _Scorer, inst, reply: str) -> dict:
+    """One reply through the layers; returns valid / equiv / equiv_formal / em (+ verdict, layer)."""
+    if inst.track == "analysis":
+        pred = parse_analysis_reply(reply)
+        em, f1 = analysis_scores(pred, inst.answer)
+        return {"valid": pred is not None, "equiv": em, "equiv_formal": False, "em": em, "f1": f1,
+                "verdict": "ANSWER", "layer": None, "ir": None}
+    cand = IR.extract_ir(reply)
+    if cand is None:
+        return {"valid": False, "equiv": False, "equiv_formal": False, "em": False, "f1": 0.0,
+                "verdict": "INVALID", "layer": None, "ir": None}
+    src = inst.reference if inst.track == "repair" else inst.input_ir
+    r = scorer.check(src, cand, inst)
+    em = False
+    if inst.track == "refactor" and r["valid"]:
+        em = scorer.normal(cand, inst.function) == scorer.normal(inst.reference, inst.function)
+    return {"valid": r["valid"], "equiv": r["verdict"] == "EQ", "equiv_formal": r["layer"] == "formal" and
+            r["verdict"] == "EQ", "em": em, "f1": 0.0, "verdict": r["verdict"], "layer": r["layer"], "ir": cand}
+
+
+def _at_k(samples, key, k):
+    vals = [pass_at_k(len(s), sum(bool(x[key]) for x in s), k) for s in samples if len(s) >= k]
+    return float(np.mean(vals)) if vals else None
+
+
+def benchmark(params: dict, ctx: RunContext):
+    """The whole harness at one scale (see the module docstring)."""
+    n = int(params.get("n_samples", 5))
+    t0 = time.perf_counter()
+    corpus = build_corpus(params.get("kernels"))
+    t_corpus = time.perf_counter() - t0
+    instances = build_instances(corpus, params["sizes"], ctx.generator("instances"))
+    backend = get_backend(scripted=scripted_fn, scripted_model=SCRIPTED_MODEL)
+    model_row = "llm" if backend.is_llm else "scripted"
+    rewriters = [r for r in params["rewriters"] if r != "scripted"] + [model_row]
+    scorer = _Scorer(params, ctx.seed)
+    ctx.log(f"{len(corpus)} kernels, {len(instances)} instances, rewriters {rewriters}, backend {backend.label}")
+
+    # ---- verifier layer on the generated instances
+    srcs = []
+    for inst in instances:
+        if inst.track == "repair":
+            srcs.append(inst.reference)
+        else:
+            srcs.append(inst.input_ir)
+            if inst.reference:
+                srcs.append(inst.reference)
+    ver = IR.batch([("verify", (s, None)) for s in srcs])
+    broken = IR.batch([("verify", (i.input_ir, None)) for i in instances if i.track == "repair"])
+    cand_insts = [i for i in instances if i.track != "analysis"]
+    flags = IR.batch([("in_fragment", (i.reference if i.track == "repair" else i.input_ir, i.function))
+                      for i in cand_insts])
+    frag = {i.id: bool(f) for i, f in zip(cand_insts, flags)}
+
+    # ---- refactor references against their inputs (no false alarm, formal power)
+    ref_rows = []
+    for inst in [i for i in instances if i.track == "refactor"]:
+        r = scorer.check(inst.input_ir, inst.reference, inst)
+        both = frag[inst.id] and IR.batch([("in_fragment", (inst.reference, inst.function))])[0]
+        ref_rows.append({"id": inst.id, "verdict": r["verdict"], "layer": r["layer"], "both_formal": bool(both)})
+
+    # ---- rewriters
+    t1 = time.perf_counter()
+    samples = {}   # (rewriter, instance id) -> list of scores
+    for pos, inst in enumerate(instances):
+        if pos % 10 == 0:
+            ctx.log(f"instance {pos}/{len(instances)} ({time.perf_counter() - t1:.0f} s)")
+        replies = {r: rewrite(r, inst, n, ctx.generator("rewrite", r, inst.id), backend=backend)
+                   for r in rewriters}
+        if inst.track != "analysis":
+            src = inst.reference if inst.track == "repair" else inst.input_ir
+            cands = [c for reps in replies.values() for c in map(IR.extract_ir, reps) if c is not None]
+            scorer.prefetch(src, cands, inst, frag[inst.id])
+        for r in rewriters:
+            if replies[r]:
+                samples[(r, inst.id)] = [score_candidate(scorer, inst, rep) for rep in replies[r]]
+    t_eval = time.perf_counter() - t1
+    by_id = {i.id: i for i in instances}
+
+    rows, metrics = [], {"llm_backend": backend.name, "llm_model": backend.model, "llm_label": backend.label,
+                         "is_llm": bool(backend.is_llm), "n_kernels": len(corpus),
+                         "n_instances": {t: sum(i.track == t for i in instances) for t in TRACKS}}
+    tracks, monotone_ok = {}, True
+    for t in TRACKS:
+        for r in rewriters:
+            ss = [samples[(r, i.id)] for i in instances if i.track == t and (r, i.id) in samples]
+            if not ss:
+                continue
+            entry = {}
+            for key in ("valid", "equiv", "equiv_formal", "em"):
+                for k in (1, n):
+                    entry[f"{key}@{k}"] = _at_k(ss, key, k)
+            sup = [samples[(r, i.id)] for i in instances if i.track == t and (r, i.id) in samples and frag.get(i.id)]
+            entry["formal_denominator"] = len(sup)
+            for k in (1, n):
+                entry[f"equiv_formal_supported@{k}"] = _at_k(sup, "equiv_formal", k) if sup else None
+            if t == "analysis":
+                entry["f1"] = float(np.mean([np.mean([x["f1"] for x in s]) for s in ss]))
+            tracks.setdefault(t, {})[r] = entry
+            for k in (1, n):
+                ok = entry[f"equiv_formal@{k}"] <= entry[f"equiv@{k}"] + 1e-12 <= entry[f"valid@{k}"] + 2e-12 \
+                    if t != "analysis" else entry[f"equiv@{k}"] <= entry[f"valid@{k}"] + 1e-12
+                monotone_ok &= bool(ok)
+            for key in ("valid", "equiv", "equiv_formal", "em"):
+                monotone_ok &= entry[f"{key}@1"] <= entry[f"{key}@{n}"] + 1e-12
+            for name, v in entry.items():
+                if v is not None:
+                    rows.append({"method": r, "seed": ctx.seed, "step": 0, "metric": f"{t}.{name}", "value": v})
+    metrics["tracks"] = tracks
+
+    # ---- layers per rewriter (all IR tracks, every sample)
+    layers = {}
+    for (r, iid), ss in samples.items():
+        if by_id[iid].track == "analysis":
+            continue
+        d = layers.setdefault(r, {"formal_eq": 0, "differential_eq": 0, "not_eq": 0, "unknown": 0, "invalid": 0})
+        for x in ss:
+            key = ("invalid" if not x["valid"] else "formal_eq" if x["equiv_formal"] else
+                   "differential_eq" if x["equiv"] else "not_eq" if x["verdict"] == "NOT_EQ" else "unknown")
+            d[key] += 1
+    metrics["layers"] = layers
+
+    # ---- claims computed from the harness
+    metrics["verifier"] = {"instances_valid": float(np.mean([v["ok"] for v in ver])) if ver else None,
+                           "repair_inputs_broken": float(np.mean([not v["ok"] for v in broken])) if broken else None}
+    not_eq = sum(x["verdict"] == "NOT_EQ" for x in ref_rows)
+    sup = [x for x in ref_rows if x["both_formal"]]
+    metrics["refactor_reference"] = {
+        "n": len(ref_rows), "not_eq": not_eq, "eq": sum(x["verdict"] == "EQ" for x in ref_rows),
+        "n_both_formal": len(sup),
+        "formal_power": (float(np.mean([x["verdict"] == "EQ" and x["layer"] == "formal" for x in sup]))
+                         if len(sup) >= 5 else None)}
+    mut = [x for (r, iid), ss in samples.items() if r == "mutant" for x in ss if x["valid"]]
+    metrics["mutant"] = {"n_valid": len(mut), "caught": sum(x["verdict"] == "NOT_EQ" for x in mut),
+                         "caught_share": float(np.mean([x["verdict"] == "NOT_EQ" for x in mut])) if mut else None}
+    ident = tracks.get("refactor", {}).get("identity", {})
+    metrics["refactor_loophole"] = {"equiv@1": ident.get("equiv@1"), "em@1": ident.get("em@1")}
+    metrics["monotone"] = int(monotone_ok)
+    llm_ref = tracks.get("refactor", {}).get("llm")
+    metrics["llm_refactor_gap"] = (llm_ref["equiv@1"] - llm_ref["em@1"]) if llm_ref else None
+
+    # ---- performance (Transform): first passing sample per (rewriter, instance)
+    speed = {}
+    t2 = time.perf_counter()
+    if params.get("perf", True) and P.tools_available():
+        objects, entries, plan = {}, [], []
+        trans = [i for i in instances if i.track == "transform"]
+        for inst in trans:
+            k = corpus[inst.kernel]
+            wl = P.workload(inst.arg_specs, int(ctx.generator("workload", inst.id).integers(1 << 31)))
+            base = f"{inst.id.replace('-', '_')}_base"
+            objects[base] = P.rename(inst.reference, inst.function, base)
+            entries.append((base, k.ret, inst.arg_specs, wl))
+            for r in rewriters:
+                first = next((x for x in samples.get((r, inst.id), []) if x["equiv"]), None)
+                if first is None:
+                    continue
+                try:
+                    copilot = IR.apply_passes(first["ir"], "O3")
+                except (IR.IRError, ValueError):
+                    copilot = None
+                for mode, text in (("direct", first["ir"]), ("copilot", copilot)):
+                    if text is None:
+                        continue
+                    sym = f"{inst.id.replace('-', '_')}_{r}_{mode}"
+                    objects[sym] = P.rename(text, inst.function, sym)
+                    entries.append((sym, k.ret, inst.arg_specs, wl))
+                    plan.append((r, mode, inst.id, base, sym))
+        runs = P.callgrind_counts(objects, entries, runs=2)
+        counts = runs[0]
+        metrics["deterministic"] = int(runs[0] == runs[1] and len(runs[0]) > 0)
+        per = {}
+        for r, mode, iid, base, sym in plan:
+            if base in counts and sym in counts and counts[sym] > 0:
+                per.setdefault(r, {}).setdefault(mode, {})[iid] = counts[base] / counts[sym]
+        for r, modes in per.items():
+            for mode, d in modes.items():
+                vals = [d[i] for i in sorted(d)]
+                speed.setdefault(r, {})[mode] = {"n": len(vals), "median": float(statistics.median(vals)),
+                                                 "max": float(max(vals)), "min": float(min(vals)),
+                                                 "max_abs_dev_from_1": float(max(abs(v - 1) for v in vals)),
+                                                 "per_instance": {i: float(d[i]) for i in sorted(d)}}
+                for i in sorted(d):
+                    rows.append({"method": r, "seed": ctx.seed, "step": 0, "metric": f"speedup.{mode}",
+                                 "value": d[i], "instance": i})
+        metrics["ir_counts_baseline"] = {iid: counts.get(f"{iid.replace('-', '_')}_base") for iid in
+                                         sorted(i.id for i in trans)}
+    else:
+        metrics["deterministic"] = None
+    metrics["speedup"] = speed
+    llm_sp = speed.get("llm", {})
+    metrics["llm_median"] = (int(llm_sp["direct"]["median"] < 1.0 and llm_sp["copilot"]["median"] >
+                                 llm_sp["direct"]["median"]) if "direct" in llm_sp and "copilot" in llm_sp
+                             else None)
+    t_perf = time.perf_counter() - t2
+
+    # ---- artefacts for the plots (deterministic) and timings (run-dependent, provenance only)
+    slim = [{"rewriter": r, "instance": iid, "track": by_id[iid].track, "sample": j,
+             **{k: v for k, v in x.items() if k != "ir"}} for (r, iid), ss in sorted(samples.items())
+            for j, x in enumerate(ss)]
+    atomic_write_text(ctx.out_dir / "samples.json", json.dumps(slim, indent=1, sort_keys=True))
+    atomic_write_text(ctx.out_dir / "instances.json", json.dumps(
+        [{k: v for k, v in i.to_dict().items() if k not in ("input_ir", "reference")} for i in instances],
+        indent=1, sort_keys=True))
+    atomic_write_text(ctx.out_dir / "check_times.json", json.dumps(scorer.times, indent=1))
+    ctx.record(llm_backend=backend.name, llm_model=backend.model, time_corpus_s=round(t_corpus, 2),
+               time_eval_s=round(t_eval, 2), time_perf_s=round(t_perf, 2), n_checks=len(scorer.cache),
+               cpu=_cpu_name())
+    return rows, metrics
+
+
+def perf(params: dict, ctx: RunContext):
+    """Performance comparison (timings to timings.json; metrics hold only deterministic counts)."""
+    corpus = build_corpus(params.get("kernels"), levels=())
+    names = sorted(corpus)
+    reps = int(params.get("repeats", 1))
+    llvmlite_t, zig_t = {}, {}
+    with tempfile.TemporaryDirectory(prefix="cirbench-perf-") as tmp:
+        for n in names:
+            text = corpus[n].o0
+            best = float("inf")
+            for _ in range(reps):
+                res = IR.sandbox_call("o3_and_codegen_time", text, timeout_s=60)
+                best = min(best, res.value["time_s"])
+            llvmlite_t[n] = best
+            src = Path(tmp) / f"{n}.ll"
+            src.write_text(text)
+            best = float("inf")
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "ziglang", "cc", "-O3", "-c", "-target", "x86_64-linux-gnu",
+                                str(src), "-o", str(Path(tmp) / f"{n}.o")], capture_output=True, check=True)
+                best = min(best, time.perf_counter() - t0)
+            zig_t[n] = best
+    # formal vs differential check time on (input, -O1) of the loop-free kernels, both layers forced
+    scalar = [n for n in names if corpus[n].kclass == "scalar"]
+    opt = dict(zip(scalar, [r["ir"] for r in IR.batch([("passes", (corpus[n].o0, "O1")) for n in scalar])]))
+    o1_o3 = dict(zip(scalar, [r["ir"] for r in IR.batch([("passes", (opt[n], "O3")) for n in scalar])]))
+    formal_t, diff_t, verdicts = {}, {}, {}
+    for n in scalar:
+        t0 = time.perf_counter()
+        rf = check_equivalence(opt[n], o1_o3[n], n, layers=("formal",), arg_specs=corpus[n].arg_specs)
+        formal_t[n] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        rd = check_equivalence(opt[n], o1_o3[n], n, layers=("differential",), arg_specs=corpus[n].arg_specs)
+        diff_t[n] = time.perf_counter() - t0
+        verdicts[n] = {"formal": rf.verdict, "differential": rd.verdict}
+    timings = {
+        "cpu": _cpu_name(), "kernels": names,
+        "compile": {"llvmlite_o3_codegen_s": llvmlite_t, "zig_cc_o3_c_s": zig_t,
+                    "median_llvmlite_s": statistics.median(llvmlite_t.values()),
+                    "median_zig_s": statistics.median(zig_t.values()),
+                    "ratio_zig_over_llvmlite": statistics.median(zig_t.values()) /
+                    statistics.median(llvmlite_t.values())},
+        "check": {"formal_s": formal_t, "differential_s": diff_t,
+                  "median_formal_s": statistics.median(formal_t.values()) if formal_t else None,
+                  "median_differential_s": statistics.median(diff_t.values()) if diff_t else None},
+    }
+    if formal_t:
+        timings["check"]["ratio_differential_over_formal"] = (timings["check"]["median_differential_s"] /
+                                                              timings["check"]["median_formal_s"])
+    atomic_write_text(ctx.out_dir / "timings.json", json.dumps(timings, indent=1, sort_keys=True))
+    ctx.record(timings=timings)
+    metrics = {"n_kernels_timed": len(names), "n_checks_timed": len(formal_t),
+               "check_verdicts": {n: verdicts[n] for n in sorted(verdicts)},
+               "formal_eq_share": float(np.mean([v["formal"] == "EQ" for v in verdicts.values()])) if verdicts
+               else None}
+    rows = [{"method": "llvmlite", "seed": 0, "step": 0, "metric": "n_kernels", "value": len(names)}]
+    return rows, metrics
+
+
+EXPERIMENTS = {"benchmark": benchmark, "perf": perf}
+
+if __name__ == "__main__":
+    main(EXPERIMENTS)

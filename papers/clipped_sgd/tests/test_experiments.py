@@ -1,0 +1,55 @@
+"""The smoke scale end to end: every experiment through the shared runner, figures, claim keys, determinism."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from shared.experiment import RunContext
+from shared.testing import claim_metric_values, missing_figures, rerun_is_identical, run_scale
+from shared.results import read_metrics
+
+from papers.clipped_sgd import experiments as E
+from papers.clipped_sgd.plots import make_figures
+
+HERE = Path(__file__).resolve().parent.parent
+CONFIG = HERE / "config.yaml"
+
+
+@pytest.fixture(scope="module")
+def smoke_results(tmp_path_factory):
+    return run_scale(E.EXPERIMENTS, CONFIG, tmp_path_factory.mktemp("smoke"))
+
+
+def test_every_smoke_figure_is_written(smoke_results, tmp_path):
+    assert missing_figures(make_figures, smoke_results, tmp_path, CONFIG) == []
+
+
+def test_claim_keys_exist_at_smoke(smoke_results):
+    for (claim_id, part), value in claim_metric_values(HERE / "claims.yaml", smoke_results).items():
+        assert isinstance(value, (int, float)), (claim_id, part, value)
+
+
+def test_metrics_are_byte_identical_on_rerun(smoke_results, tmp_path):
+    assert rerun_is_identical(E.EXPERIMENTS, CONFIG, "sgd_vs_clip", smoke_results, tmp_path)
+
+
+def test_torch_equivalence_and_call_counts_at_smoke(smoke_results):
+    perf = read_metrics(smoke_results / "performance" / "metrics.json")
+    assert perf["rel_diff_torch"]["eps_torch"] <= 1e-10
+    assert 1e-12 < perf["rel_diff_torch"]["eps_zero"] < 1e-4   # eps = 0 differs from torch, as expected
+    assert perf["grad_evals_per_step"] == {"numpy": 1.0, "torch": 1.0}
+
+
+def test_data_and_index_seeds_are_separate_children():
+    ctx = RunContext(name="x", scale="smoke", seed=3, out_dir=Path("."))
+    seeds = E.cell_seeds(ctx, 2, 3)
+    states = {tuple(ss.generate_state(2)) for cell in seeds for pair in cell for ss in pair}
+    assert len(states) == 12                  # 2 cells x 3 datasets x (data, index): all distinct
+    again = E.cell_seeds(ctx, 2, 3)
+    assert all(np.array_equal(a[0].generate_state(2), b[0].generate_state(2))
+               for ca, cb in zip(seeds, again) for a, b in zip(ca, cb))
+
+
+def test_keys():
+    assert E.alpha_key(1.5) == "alpha_1p5" and E.alpha_key(2) == "alpha_2"
+    assert E.n_key(10000) == "n1e4" and E.n_key(31623) == "n31623" and E.n_key(100) == "n1e2"

@@ -1,0 +1,403 @@
+"""Experiments of the dream reproduction (spec "Experiments by scale").
+
+``python -m papers.dream.experiments NAME --config papers/dream/config.yaml --scale quick --out DIR`` with NAME
+one of ``quadratic`` (D1, D2, D4), ``speedup`` (D3), ``rho_sweep`` (D5), ``multidigits`` (D6, D6b, round
+cost), ``qp_timing`` (the weight QP against cvxpy/quadprog), and at full scale (tiny at smoke) ``ablation``
+and ``pareto_front``. Whole traces for the figures go to
+``traces.npz``; wall times go to ``timings.json`` and provenance.json, never to metrics.json.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from shared.experiment import RunContext, main
+from shared.results import mean_and_se, write_arrays, write_metrics
+
+from papers.dream.aggregation import dream_weights
+from papers.dream.algorithms import run_quadratic
+from papers.dream.problems import QuadraticFederation
+
+__all__ = ["EXPERIMENTS", "quadratic", "speedup", "rho_sweep", "multidigits", "qp_timing", "ablation", "pareto_front",
+           "resolve_correction", "hypervolume_2d"]
+
+
+def resolve_correction(spec, M: int):
+    """Correction from a config entry: None, "pcgrad", {"preference": w} (A = w 1^T), {"priority": pi}
+    (A = diag(pi)) or a nested list (M x M)."""
+    if spec is None or isinstance(spec, str):
+        return spec
+    if isinstance(spec, dict):
+        if "preference" in spec:
+            return np.outer(np.asarray(spec["preference"], dtype=float), np.ones(M))
+        if "priority" in spec:
+            return np.diag(np.asarray(spec["priority"], dtype=float))
+        raise ValueError(f"unknown correction spec {spec!r}")
+    return np.asarray(spec, dtype=float)
+
+
+def _run_kwargs(run: dict, M: int) -> dict:
+    kw = {k: v for k, v in run.items() if k not in ("method",)}
+    if "correction" in kw:
+        kw["correction"] = resolve_correction(kw["correction"], M)
+    return kw
+
+
+def _instances(params: dict, **overrides):
+    base = dict(n_clients=params["n_clients"], n_tasks=params["n_tasks"], dim=params["dim"])
+    base.update(overrides)
+    for s in params["instance_seeds"]:
+        yield int(s), QuadraticFederation.random(seed=int(s), **base)
+
+
+def _trace_rows(rows, method, seed, values, metric, every=1, **extra):
+    for t in range(0, len(values), every):
+        rows.append({"method": method, "seed": seed, "step": t, "metric": metric, "value": float(values[t]), **extra})
+
+
+# ----------------------------------------------------------------------------------------------- quadratic
+def quadratic(params: dict, ctx: RunContext):
+    """Setup (a): deterministic heterogeneous quadratics; every configured run on every instance.
+
+    Metrics: ``d1.{dream_max, fmgda_min, nocv_min}`` (sqrt S(x_T), max over instances for the run "dream",
+    min for "fmgda" and "dream_no_cv"); ``d2.rate`` (worst exp(q) with q the slope of log sqrt S(x_t) on
+    the fit window, run "dream") and ``d2.rate_by_instance``; ``d4.ca.<run>`` (mean relative CA distance over
+    rounds 0..ca_rounds-1, averaged over instances) and ``d4.ratio`` = dream / min(dream_no_cv, fmgda);
+    ``final_sqrt_s.<run>`` (mean over instances); ``bytes_up_per_round.<run>``.
+    """
+    runs = params["runs"]
+    lo, hi = params.get("fit_window", [20, 120])
+    ca_rounds = int(params.get("ca_rounds", 50))
+    M = int(params["n_tasks"])
+    rows, arrays = [], {}
+    final, rate, ca, bytes_up = {}, {}, {}, {}
+    for seed, problem in _instances(params):
+        for name, run in runs.items():
+            kw = _run_kwargs(run, M)
+            kw.setdefault("rounds", int(params["rounds"]))
+            res = run_quadratic(problem, run["method"], seed=seed, **kw)
+            sq = np.sqrt(res["stationarity"])
+            final.setdefault(name, []).append(float(sq[-1]))
+            if sq.size > hi:
+                t = np.arange(lo, hi + 1)
+                q = np.polyfit(t, np.log(np.maximum(sq[lo:hi + 1], 1e-300)), 1)[0]
+                rate.setdefault(name, {})[f"i{seed}"] = float(np.exp(q))
+            ca.setdefault(name, []).append(float(np.nanmean(res["ca_distance"][:ca_rounds]))
+                                           if np.any(np.isfinite(res["ca_distance"][:ca_rounds])) else 0.0)
+            bytes_up[name] = float(res["bytes_up"].mean())
+            arrays[f"{name}__i{seed}__sqrt_s"] = sq
+            arrays[f"{name}__i{seed}__ca"] = res["ca_distance"]
+            _trace_rows(rows, name, seed, sq, "sqrt_stationarity", every=int(params.get("csv_every", 1)))
+        ctx.log(f"instance {seed}: {len(runs)} runs")
+    metrics = {"final_sqrt_s": {k: float(np.mean(v)) for k, v in final.items()},
+               "d4": {"ca": {k: float(np.mean(v)) for k, v in ca.items()}},
+               "bytes_up_per_round": bytes_up, "rounds": int(params["rounds"])}
+    metrics["d1"] = {"dream_max": max(final["dream"]), "fmgda_min": min(final["fmgda"]),
+                     "nocv_min": min(final["dream_no_cv"])}
+    if "dream" in rate:
+        metrics["d2"] = {"rate": max(rate["dream"].values()), "rate_by_instance": rate["dream"],
+                         "fit_window": [int(lo), int(hi)]}
+    c4 = metrics["d4"]["ca"]
+    metrics["d4"]["ratio"] = c4["dream"] / min(c4["dream_no_cv"], c4["fmgda"])
+    write_arrays(ctx.out_dir / "traces.npz", **arrays)
+    return rows, metrics
+
+
+# ------------------------------------------------------------------------------------------------- speedup
+def speedup(params: dict, ctx: RunContext):
+    """Setup (b): IID noisy quadratics (noise_std), DREAM with momentum; time-averaged S over t > T/2 for each
+    number of clients N, averaged over the instance seeds (the run seed equals the instance seed).
+
+    Metrics: ``avg_s.N<N>``, ``slope`` (least squares of log avg_s on log N), ``slope_by_seed`` (the same
+    fit per seed) and ``slope_se`` (their standard error).
+    """
+    T = int(params["rounds"])
+    Ns = [int(n) for n in params["n_clients_list"]]
+    run = params.get("run", {})
+    rows, avg, per_seed = [], {}, {}
+    for N in Ns:
+        vals = []
+        for s in params["instance_seeds"]:
+            problem = QuadraticFederation.random(N, int(params["n_tasks"]), int(params["dim"]), iid=True,
+                                                 noise_std=float(params["noise_std"]), seed=int(s))
+            res = run_quadratic(problem, "dream", rounds=T, seed=int(s), **run)
+            v = float(res["stationarity"][T // 2 + 1:].mean())
+            vals.append(v)
+            per_seed.setdefault(int(s), []).append(v)
+            rows.append({"method": "dream", "seed": int(s), "step": N, "metric": "time_avg_stationarity", "value": v})
+        avg[f"N{N}"] = float(np.mean(vals))
+        ctx.log(f"N={N}: {avg[f'N{N}']:.4g}")
+    slope = float(np.polyfit(np.log(Ns), np.log([avg[f"N{N}"] for N in Ns]), 1)[0])
+    by_seed = {f"s{s}": float(np.polyfit(np.log(Ns), np.log(v), 1)[0]) for s, v in per_seed.items()}
+    _, se = mean_and_se(list(by_seed.values()))
+    return rows, {"avg_s": avg, "slope": slope, "slope_by_seed": by_seed, "slope_se": se, "n_clients": Ns,
+                  "rounds": T}
+
+
+# ----------------------------------------------------------------------------------------------- rho_sweep
+def rho_sweep(params: dict, ctx: RunContext):
+    """Setup (c): DREAM for each rho on the instances of (a). Metrics per rho (key ``r<index>``):
+    ``lam_dev`` = mean over instances of |lam_{1,T} - 1/2|, ``dist_ls`` = mean ||x_T - x_LS||;
+    ``max_increase`` = largest increase of either series between consecutive rho (<= 0 when both are
+    non-increasing); ``dist_ls_last`` at the largest rho."""
+    rhos = [float(r) for r in params["rhos"]]
+    T = int(params["rounds"])
+    run = params.get("run", {})
+    rows, lam_dev, dist = [], {}, {}
+    for k, rho in enumerate(rhos):
+        ld, dl = [], []
+        for seed, problem in _instances(params):
+            res = run_quadratic(problem, "dream", rounds=T, rho=rho, seed=seed, **run)
+            ld.append(abs(res["weights"][-1, 0] - 0.5))
+            dl.append(float(np.linalg.norm(res["x"][-1] - problem.scalarized_minimizer())))
+            rows.append({"method": "dream", "seed": seed, "step": k, "metric": "lam_dev", "value": ld[-1], "rho": rho})
+            rows.append({"method": "dream", "seed": seed, "step": k, "metric": "dist_ls", "value": dl[-1], "rho": rho})
+        lam_dev[f"r{k}"], dist[f"r{k}"] = float(np.mean(ld)), float(np.mean(dl))
+    seq_l = [lam_dev[f"r{k}"] for k in range(len(rhos))]
+    seq_d = [dist[f"r{k}"] for k in range(len(rhos))]
+    inc = max([b - a for a, b in zip(seq_l[:-1], seq_l[1:])] + [b - a for a, b in zip(seq_d[:-1], seq_d[1:])])
+    return rows, {"rhos": rhos, "lam_dev": lam_dev, "dist_ls": dist, "max_increase": float(inc),
+                  "dist_ls_last": seq_d[-1], "rounds": T}
+
+
+# --------------------------------------------------------------------------------------------- multidigits
+def _torch_setup():
+    import torch
+
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+
+
+def _md_kwargs(params: dict, drop=()) -> dict:
+    kw = {k: v for k, v in params.items()
+          if k not in ("methods", "last_evals", "method_overrides", "seeds", "dirichlet_alphas", "variants",
+                       "preferences", "hv_reference", *drop)}
+    if "correction" in kw:
+        kw["correction"] = resolve_correction(kw["correction"], int(kw.get("n_tasks", 2)))
+    return kw
+
+
+def _alpha(value) -> float:
+    return float("inf") if value in ("inf", ".inf", None) else float(value)
+
+
+def _alpha_key(value) -> str:
+    a = _alpha(value)
+    return "inf" if np.isinf(a) else f"{a:g}".replace(".", "p")
+
+
+def multidigits(params: dict, ctx: RunContext):
+    """Setup (d): MultiDigits, Dirichlet(alpha_D) clients; every method with the same data, model and K,
+    for every seed in ``seeds`` (default [seed]) and every alpha_D in ``dirichlet_alphas`` (default
+    [dirichlet_alpha]; "inf" = IID).
+
+    Metrics (first alpha_D): ``acc.<method>`` (mean over tasks of the test accuracy, mean of the last
+    ``last_evals`` evaluations, in percent, mean over seeds) with ``acc_se.<method>``, ``acc_by_task.<method>``,
+    paired margins ``margin.dream_minus_<m>`` with ``margin_se``; every alpha: ``acc_by_alpha.<a>.<method>``;
+    ``bytes_per_client_round.<method>.<category>``. Wall time per round: timings.json.
+    """
+    _torch_setup()
+    from papers.dream.training import run_multidigits
+
+    methods = params["methods"]
+    last = int(params.get("last_evals", 3))
+    seeds = [int(s) for s in params.get("seeds", [params.get("seed", 0)])]
+    alphas = params.get("dirichlet_alphas", [params.get("dirichlet_alpha", 0.1)])
+    kw = _md_kwargs(params, drop=("seed", "dirichlet_alpha"))
+    rows, bpcr, timings, arrays = [], {}, {}, {}
+    acc_runs = {}   # (alpha key, method) -> list over seeds of (mean acc, per-task acc)
+    for a_val in alphas:
+        ak = _alpha_key(a_val)
+        for seed in seeds:
+            for m in methods:
+                extra = dict(params.get("method_overrides", {}).get(m, {}))
+                start = time.perf_counter()
+                res = run_multidigits(m, dirichlet_alpha=_alpha(a_val), seed=seed, **{**kw, **extra})
+                wall = time.perf_counter() - start
+                a = res["test_accuracy"]
+                acc_runs.setdefault((ak, m), []).append((float(a[-last:].mean()), a[-last:].mean(axis=0)))
+                bpcr[m] = res["bytes_per_client_round"]
+                timings.setdefault(m, []).append(res["train_seconds"] / int(kw["rounds"]))
+                if a_val == alphas[0] and seed == seeds[0]:
+                    arrays[f"{m}__round"] = res["round"]
+                    arrays[f"{m}__acc"] = a
+                    arrays[f"{m}__loss"] = res["test_loss"]
+                    arrays[f"{m}__weights"] = res["weights"]
+                for r, row in zip(res["round"], a):
+                    rows.append({"method": m, "seed": seed, "step": int(r), "metric": "test_accuracy_mean",
+                                 "value": float(row.mean()), "dirichlet_alpha": ak})
+                ctx.log(f"alpha {ak} seed {seed} {m}: acc {acc_runs[(ak, m)][-1][0]:.2f} in {wall:.1f} s")
+    a0 = _alpha_key(alphas[0])
+    acc, acc_se, acc_task = {}, {}, {}
+    for m in methods:
+        vals = [v for v, _ in acc_runs[(a0, m)]]
+        acc[m], acc_se[m] = mean_and_se(vals)
+        acc_task[m] = [float(v) for v in np.mean([t for _, t in acc_runs[(a0, m)]], axis=0)]
+    margins, margins_se = {}, {}
+    if "dream" in methods:
+        for m in methods:
+            if m == "dream":
+                continue
+            diffs = [d - o for (d, _), (o, _) in zip(acc_runs[(a0, "dream")], acc_runs[(a0, m)])]
+            margins[f"dream_minus_{m}"], margins_se[f"dream_minus_{m}"] = mean_and_se(diffs)
+    by_alpha = {_alpha_key(a): {m: float(np.mean([v for v, _ in acc_runs[(_alpha_key(a), m)]])) for m in methods}
+                for a in alphas}
+    tim = {m: {"train_s_per_round": float(np.median(v))} for m, v in timings.items()}
+    write_arrays(ctx.out_dir / "traces.npz", **arrays)
+    write_metrics(tim, ctx.out_dir / "timings.json")
+    ctx.record(timings=tim)
+    return rows, {"acc": acc, "acc_se": acc_se, "acc_by_task": acc_task, "margin": margins, "margin_se": margins_se,
+                  "acc_by_alpha": by_alpha, "bytes_per_client_round": bpcr, "rounds": int(kw["rounds"]),
+                  "seeds": seeds}
+
+
+def ablation(params: dict, ctx: RunContext):
+    """MultiDigits ablations of DREAM-R: each entry of ``variants`` (method + overrides, e.g. momentum 0,
+    no control variates, rho, correction, clients_per_round, n_tasks) over ``seeds``.
+
+    Metrics: ``acc.<variant>`` (mean-task test accuracy, last ``last_evals`` evaluations, mean over seeds) and
+    ``acc_se.<variant>``.
+    """
+    _torch_setup()
+    from papers.dream.training import run_multidigits
+
+    last = int(params.get("last_evals", 3))
+    seeds = [int(s) for s in params.get("seeds", [0])]
+    base = _md_kwargs(params, drop=("seed",))
+    if "dirichlet_alpha" in base:
+        base["dirichlet_alpha"] = _alpha(base["dirichlet_alpha"])
+    rows, acc, acc_se = [], {}, {}
+    for name, variant in params["variants"].items():
+        variant = dict(variant)
+        method = variant.pop("method", "dream")
+        M = int(variant.get("n_tasks", base.get("n_tasks", 2)))
+        if "correction" in variant:
+            variant["correction"] = resolve_correction(variant["correction"], M)
+        vals = []
+        for seed in seeds:
+            res = run_multidigits(method, seed=seed, **{**base, **variant})
+            vals.append(float(res["test_accuracy"][-last:].mean()))
+            rows.append({"method": name, "seed": seed, "step": int(res["round"][-1]), "metric": "test_accuracy_mean",
+                         "value": vals[-1]})
+        acc[name], acc_se[name] = mean_and_se(vals)
+        ctx.log(f"{name}: {acc[name]:.2f}")
+    return rows, {"acc": acc, "acc_se": acc_se, "seeds": seeds, "variants": list(params["variants"])}
+
+
+def hypervolume_2d(points, reference) -> float:
+    """Area dominated by a set of 2-D loss points (minimisation) and bounded by ``reference``."""
+    pts = sorted((float(a), float(b)) for a, b in points if a < reference[0] and b < reference[1])
+    hv, best_b = 0.0, float(reference[1])
+    for a, b in pts:
+        if b < best_b:
+            hv += (reference[0] - a) * (best_b - b)
+            best_b = b
+    return hv
+
+
+def pareto_front(params: dict, ctx: RunContext):
+    """DREAM-R with A = w 1^T (linear scalarisation) for each preference w = (k/10, 1 - k/10) on MultiDigits.
+
+    Metrics: ``loss.<k>`` = [task-1, task-2] final test loss, ``hypervolume`` against ``hv_reference``.
+    """
+    _torch_setup()
+    from papers.dream.training import run_multidigits
+
+    base = _md_kwargs(params)
+    if "dirichlet_alpha" in base:
+        base["dirichlet_alpha"] = _alpha(base["dirichlet_alpha"])
+    ref = [float(v) for v in params.get("hv_reference", [2.5, 2.5])]
+    rows, losses, arrays = [], {}, {}
+    for k, w in enumerate(params["preferences"]):
+        w = np.asarray(w, dtype=float)
+        res = run_multidigits("dream", correction=np.outer(w, np.ones(2)), **base)
+        losses[f"p{k}"] = [float(v) for v in res["test_loss"][-1]]
+        rows.append({"method": "dream", "seed": int(base.get("seed", 0)), "step": k, "metric": "loss_task1",
+                     "value": losses[f"p{k}"][0]})
+        rows.append({"method": "dream", "seed": int(base.get("seed", 0)), "step": k, "metric": "loss_task2",
+                     "value": losses[f"p{k}"][1]})
+    arrays["preferences"] = np.asarray(params["preferences"], dtype=float)
+    arrays["losses"] = np.array(list(losses.values()))
+    write_arrays(ctx.out_dir / "front.npz", **arrays)
+    return rows, {"loss": losses, "hypervolume": hypervolume_2d(losses.values(), ref), "hv_reference": ref}
+
+
+# ----------------------------------------------------------------------------------------------- qp_timing
+def _qp_solvers(C: np.ndarray, rho: float):
+    """Callables (name -> f() returning weights) for the same QP: own code, cvxpy (Clarabel, OSQP) and
+    quadprog when installed. Each one starts from C (M x d), so every timing includes forming the QP."""
+    import cvxpy as cp
+
+    from shared.solvers import solve
+
+    M = C.shape[0]
+    lam = cp.Variable(M)
+    prob = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(C.T @ lam) + 0.5 * rho * cp.sum_squares(lam)),
+                      [lam >= 0, cp.sum(lam) == 1])
+
+    def by_cvxpy(backend, **opts):
+        def f():
+            solve(prob, solver=backend, **opts)
+            return np.asarray(lam.value, dtype=float)
+        return f
+
+    out = {"own": lambda: dream_weights(C, rho=rho)[0],
+           "cvxpy_clarabel": by_cvxpy("CLARABEL"),
+           "cvxpy_osqp": by_cvxpy("OSQP", eps_abs=1e-10, eps_rel=1e-10, polish=True, max_iter=200000)}
+    try:
+        import quadprog
+
+        def qp():
+            Q = C @ C.T + (rho + 1e-12) * np.eye(M)   # quadprog needs a strictly PD matrix
+            Cm = np.hstack([np.ones((M, 1)), np.eye(M)])
+            return quadprog.solve_qp(Q, np.zeros(M), Cm, np.r_[1.0, np.zeros(M)], meq=1)[0]
+        out["quadprog"] = qp
+    except ImportError:
+        pass
+    return out
+
+
+def qp_timing(params: dict, ctx: RunContext):
+    """Weight QP for each (M, d): the same random C (rows N(0, I_d)) for every solver; ``calls`` timed calls
+    of the own solver and ``calls_external`` of each library (time.perf_counter, BLAS on one thread).
+
+    Metrics (deterministic): ``max_weight_diff.<M>x<d>.<solver>`` = max |lam_solver - lam_own| and
+    ``max_weight_diff_all`` (max over the library solvers). Microseconds per call go to timings.json.
+    """
+    rho = float(params.get("rho", 0.0))
+    calls, calls_ext = int(params["calls"]), int(params.get("calls_external", params["calls"]))
+    rng = ctx.generator("C")
+    diffs, timings, rows = {}, {}, []
+    for M, d in params["sizes"]:
+        C = rng.standard_normal((int(M), int(d)))
+        key = f"{M}x{d}"
+        solvers = _qp_solvers(C, rho)
+        ref = solvers["own"]()
+        diffs[key], timings[key] = {}, {}
+        for name, f in solvers.items():
+            lam = f()
+            if name != "own":
+                diffs[key][name] = float(np.abs(lam - ref).max())
+            n = calls if name == "own" else calls_ext
+            start = time.perf_counter()
+            for _ in range(n):
+                f()
+            timings[key][name] = 1e6 * (time.perf_counter() - start) / n
+            rows.append({"method": name, "seed": 0, "step": int(M), "metric": f"max_weight_diff_d{d}",
+                         "value": diffs[key].get(name, 0.0)})
+        timings[key]["ratio_own_over_clarabel"] = timings[key]["own"] / timings[key]["cvxpy_clarabel"]
+        ctx.log(f"{key}: " + ", ".join(f"{k} {v:.4g}" for k, v in timings[key].items()))
+    write_metrics({"us_per_call": timings, "calls": calls, "calls_external": calls_ext},
+                  ctx.out_dir / "timings.json")
+    ctx.record(qp_us_per_call=timings)
+    return rows, {"max_weight_diff": diffs,
+                  "max_weight_diff_all": max(v for dd in diffs.values() for v in dd.values()),
+                  "solvers": sorted({k for dd in diffs.values() for k in dd})}
+
+
+EXPERIMENTS = {"quadratic": quadratic, "speedup": speedup, "rho_sweep": rho_sweep, "multidigits": multidigits,
+               "qp_timing": qp_timing, "ablation": ablation, "pareto_front": pareto_front}
+
+if __name__ == "__main__":
+    raise SystemExit(main(EXPERIMENTS))

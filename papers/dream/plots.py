@@ -1,0 +1,201 @@
+"""Figures and tables of the dream reproduction, read from results (never recomputed).
+
+``python -m papers.dream.plots --results results/quick/dream --out figures/quick/dream --scale quick``
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from shared.plotting import main, method_colors, new_figure, save_figure
+from shared.results import atomic_write_text, read_arrays, read_metrics
+
+__all__ = ["make_figures"]
+
+METHODS = ("dream", "dream_no_cv", "fmgda", "mgda_central", "fedavg_ls", "scaffold_ls", "dream_m05")
+COLORS = method_colors(METHODS)
+LABELS = {"dream": "DREAM-R", "dream_no_cv": "DREAM-R without CV", "fmgda": "FMGDA", "mgda_central": "central MGDA",
+          "fedavg_ls": "FedAvg-LS", "scaffold_ls": "SCAFFOLD-LS", "dream_m05": "DREAM-R (beta 0.5)"}
+
+
+def _instances(traces: dict, run: str) -> list[str]:
+    return sorted({k.split("__")[1] for k in traces if k.startswith(run + "__")})
+
+
+def _stationarity(results: Path, out: Path) -> None:
+    traces = read_arrays(results / "quadratic" / "traces.npz")
+    fig, axes = new_figure(ncols=2, width=4.2, height=3.3)
+    for ax, (suffix, K) in zip(axes[0], (("_k1", 1), ("", 10))):
+        for m in ("dream", "dream_no_cv", "fmgda", "mgda_central"):
+            run = m + suffix
+            insts = _instances(traces, run)
+            for j, inst in enumerate(insts):
+                y = traces[f"{run}__{inst}__sqrt_s"]
+                ax.semilogy(np.arange(y.size), np.maximum(y, 1e-17), color=COLORS[m], alpha=1.0 if j == 0 else 0.35,
+                            linestyle="--" if m == "mgda_central" else "-", label=LABELS[m] if j == 0 else None)
+        ax.set_xlabel("round t")
+        ax.set_title(f"K = {K} local steps")
+    axes[0, 0].set_ylabel(r"$\sqrt{S(x_t)}$ (exact gradients)")
+    axes[0, 1].legend(fontsize=7)
+    save_figure(fig, out / "stationarity.png")
+
+
+def _ca_distance(results: Path, out: Path) -> None:
+    traces = read_arrays(results / "quadratic" / "traces.npz")
+    fig, axes = new_figure(width=5.0, height=3.4)
+    ax = axes[0, 0]
+    for m in ("dream", "dream_m05", "dream_no_cv", "fmgda"):
+        insts = _instances(traces, m)
+        if not insts:
+            continue
+        ys = np.array([traces[f"{m}__{inst}__ca"][:100] for inst in insts])
+        ok = np.any(np.isfinite(ys), axis=0)   # NaN where ||d*|| < 1e-8 (converged) on every instance
+        mean = np.array([np.nanmean(col) if k else np.nan for col, k in zip(ys.T, ok)])
+        ax.semilogy(np.arange(ys.shape[1]), mean, color=COLORS[m], label=LABELS[m])
+    ax.set_xlabel("round t")
+    ax.set_ylabel(r"$\|d^t - d^*(x^t)\| / \|d^*(x^t)\|$ (mean over instances)")
+    ax.set_title("Distance to the conflict-avoidant direction")
+    ax.legend(fontsize=7)
+    save_figure(fig, out / "ca_distance.png")
+
+
+def _speedup(results: Path, out: Path) -> None:
+    met = read_metrics(results / "speedup" / "metrics.json")
+    Ns = np.array(met["n_clients"], dtype=float)
+    y = np.array([met["avg_s"][f"N{int(n)}"] for n in Ns])
+    fig, axes = new_figure(width=4.6, height=3.4)
+    ax = axes[0, 0]
+    ax.loglog(Ns, y, "o-", color=COLORS["dream"], label=f"DREAM-R (fitted slope {met['slope']:.2f})")
+    ax.loglog(Ns, y[0] * Ns[0] / Ns, "--", color="0.5", label="slope -1")
+    ax.set_xlabel("number of clients N")
+    ax.set_ylabel(r"mean of $S(x_t)$ over $t > T/2$")
+    ax.set_title(f"IID noisy quadratics, T = {met['rounds']}")
+    ax.legend(fontsize=7)
+    save_figure(fig, out / "linear_speedup.png")
+
+
+def _rho(results: Path, out: Path) -> None:
+    met = read_metrics(results / "rho_sweep" / "metrics.json")
+    rhos = np.array(met["rhos"])
+    keys = [f"r{k}" for k in range(rhos.size)]
+    fig, axes = new_figure(ncols=2, width=3.8, height=3.2)
+    for ax, series, label in ((axes[0, 0], "lam_dev", r"$|\lambda_{1,T} - 1/2|$"),
+                              (axes[0, 1], "dist_ls", r"$\|x_T - x_{LS}\|$")):
+        ax.plot(rhos, [met[series][k] for k in keys], "o-", color=COLORS["dream"])
+        ax.set_xscale("symlog", linthresh=0.1)
+        ax.set_yscale("log")
+        ax.set_xlabel(r"regulariser $\rho$")
+        ax.set_ylabel(label)
+    axes[0, 0].set_title(f"Weights at T = {met['rounds']}")
+    axes[0, 1].set_title("Distance to uniform scalarisation")
+    save_figure(fig, out / "rho_sweep.png")
+
+
+def _multidigits(results: Path, out: Path) -> None:
+    traces = read_arrays(results / "multidigits" / "traces.npz")
+    fig, axes = new_figure(width=5.0, height=3.4)
+    ax = axes[0, 0]
+    for m in METHODS:
+        if f"{m}__acc" not in traces:
+            continue
+        ax.plot(traces[f"{m}__round"], traces[f"{m}__acc"].mean(axis=1), color=COLORS[m], label=LABELS[m])
+    ax.set_xlabel("round")
+    ax.set_ylabel("mean-task test accuracy (%)")
+    ax.set_title("MultiDigits, Dirichlet non-IID clients")
+    ax.legend(fontsize=7)
+    save_figure(fig, out / "multidigits_accuracy.png")
+
+
+def _hardware(path: Path) -> str:
+    hw = read_metrics(path).get("hardware", {}) if path.exists() else {}
+    return f"{hw.get('cpu', 'unknown CPU')}, {hw.get('cores', '?')} cores"
+
+
+def _qp_table(results: Path, out: Path) -> None:
+    base = results / "qp_timing"
+    met = read_metrics(base / "metrics.json")
+    tim = read_metrics(base / "timings.json")
+    solvers = ["own", *met["solvers"]]
+    header = ["M x d", *[f"{s} (us/call)" for s in solvers], "own / cvxpy-Clarabel",
+              *[f"max abs weight diff vs own ({s})" for s in met["solvers"]]]
+    lines = [f"**Weight QP: microseconds per call** ({tim['calls']} calls of the own solver, "
+             f"{tim['calls_external']} of each library; every call starts from C, BLAS on one thread; "
+             f"hardware: {_hardware(base / 'provenance.json')})", "",
+             "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    for key, t in sorted(tim["us_per_call"].items(), key=lambda kv: tuple(int(v) for v in kv[0].split("x"))):
+        cells = [key.replace("x", " x ")] + [f"{t[s]:.4g}" for s in solvers] + [f"{t['ratio_own_over_clarabel']:.3g}"]
+        cells += [f"{met['max_weight_diff'][key][s]:.2e}" for s in met["solvers"]]
+        lines.append("| " + " | ".join(cells) + " |")
+    atomic_write_text(out / "qp_timing.md", "\n".join(lines) + "\n")
+
+
+def _round_cost(results: Path, out: Path) -> None:
+    base = results / "multidigits"
+    met = read_metrics(base / "metrics.json")
+    tim = read_metrics(base / "timings.json")
+    cats = sorted({c for v in met["bytes_per_client_round"].values() for c in v})
+    header = ["method", "train wall ms / round", *[f"{c} (B/client/round)" for c in cats], "total up", "total down"]
+    lines = [f"**Cost of one MultiDigits round** (same model, batch and K; {met['rounds']} rounds; bytes as float32 "
+             f"on the wire; hardware: {_hardware(base / 'provenance.json')})", "",
+             "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    for m in [m for m in METHODS if m in met["bytes_per_client_round"]]:
+        b = met["bytes_per_client_round"][m]
+        up = sum(v for c, v in b.items() if c.endswith(".up"))
+        down = sum(v for c, v in b.items() if c.endswith(".down"))
+        cells = [LABELS[m], f"{1e3 * tim[m]['train_s_per_round']:.3g}", *[f"{b.get(c, 0):.0f}" for c in cats],
+                 f"{up:.0f}", f"{down:.0f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    atomic_write_text(out / "round_cost.md", "\n".join(lines) + "\n")
+
+
+def _pareto(results: Path, out: Path) -> None:
+    base = results / "pareto_front"
+    met = read_metrics(base / "metrics.json")
+    front = read_arrays(base / "front.npz")
+    fig, axes = new_figure(width=4.6, height=3.6)
+    ax = axes[0, 0]
+    L, W = front["losses"], front["preferences"]
+    ax.plot(L[:, 0], L[:, 1], "o-", color=COLORS["dream"])
+    for (a, b), w in zip(L, W):
+        ax.annotate(f"{w[0]:.1f}", (a, b), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    ax.set_xlabel("task 1 test loss")
+    ax.set_ylabel("task 2 test loss")
+    ax.set_title(f"DREAM-R with A = w 1^T (labels: w_1); hypervolume {met['hypervolume']:.4g} "
+                 f"(ref {met['hv_reference']})", fontsize=7)
+    save_figure(fig, out / "pareto_front.png")
+
+
+def _ablation(results: Path, out: Path) -> None:
+    met = read_metrics(results / "ablation" / "metrics.json")
+    lines = [f"**MultiDigits ablations of DREAM-R** (mean-task test accuracy in percent, mean of the last "
+             f"evaluations, mean +- standard error over seeds {met['seeds']})", "",
+             "| variant | accuracy | s.e. |", "|---|---|---|"]
+    for name in met["variants"]:
+        lines.append(f"| {name} | {met['acc'][name]:.2f} | {met['acc_se'][name]:.2f} |")
+    atomic_write_text(out / "ablation.md", "\n".join(lines) + "\n")
+
+
+def make_figures(results_dir, out_dir, scale: str) -> None:
+    """Write every figure and table whose results exist under ``results_dir``."""
+    results, out = Path(results_dir), Path(out_dir)
+    if (results / "quadratic" / "traces.npz").exists():
+        _stationarity(results, out)
+        _ca_distance(results, out)
+    if (results / "speedup" / "metrics.json").exists():
+        _speedup(results, out)
+    if (results / "rho_sweep" / "metrics.json").exists():
+        _rho(results, out)
+    if (results / "multidigits" / "traces.npz").exists():
+        _multidigits(results, out)
+        _round_cost(results, out)
+    if (results / "qp_timing" / "metrics.json").exists():
+        _qp_table(results, out)
+    if (results / "pareto_front" / "front.npz").exists():
+        _pareto(results, out)
+    if (results / "ablation" / "metrics.json").exists():
+        _ablation(results, out)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(make_figures))

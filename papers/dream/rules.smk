@@ -1,0 +1,1 @@
+# dream has no paper-specific rules: the quadratics are generated and the digits ship with scikit-learn.

@@ -1,0 +1,85 @@
+"""MultiDigits: the data recipe, the hand-written batched backward against autograd, a tiny run, bad input."""
+import numpy as np
+import pytest
+import torch
+
+from papers.dream.data import compose_pair, make_multidigits
+from papers.dream.training import SharedTrunkMLP, run_multidigits
+
+TINY = dict(rounds=2, n_clients=3, local_steps=1, n_train_pairs=200, eval_every=1, seed=0)
+
+
+def test_compose_pair_overlay():
+    a = np.zeros((8, 8))
+    a[:, 7] = 0.25
+    b = np.zeros((8, 8))
+    b[:, 3] = 0.75
+    b[:, 0] = 0.1
+    x = compose_pair(a, b).reshape(8, 12)
+    assert x[0, 7] == 0.75          # max(a col 7, b col 3)
+    assert x[0, 4] == 0.1           # b col 0 over a col 4 (zero)
+    assert x[0, 11] == 0.0 and x.shape == (8, 12)
+
+
+def test_multidigits_shapes_and_labels():
+    Xtr, Ytr, Xte, Yte = make_multidigits(50, 20)
+    assert Xtr.shape == (50, 96) and Xte.shape == (20, 96) and Xtr.dtype == np.float32
+    assert 0.0 <= Xtr.min() and Xtr.max() <= 1.0
+    np.testing.assert_array_equal(Ytr[:, 2], (Ytr[:, 0] + Ytr[:, 1]) % 2)
+
+
+@pytest.mark.parametrize("n_tasks", [2, 3])
+def test_batched_backward_matches_autograd(n_tasks):
+    model = SharedTrunkMLP(n_tasks, seed=1)
+    g = torch.Generator().manual_seed(0)
+    S, B = 2, 5
+    theta = model.theta0.unsqueeze(0).repeat(S, 1) + 0.01 * torch.randn(S, model.dim, generator=g)
+    X = torch.rand(S, B, 96, generator=g)
+    Y = torch.stack([torch.randint(0, c, (S, B), generator=g) for c in model.n_classes], dim=2)
+    omega = torch.tensor([[0.3, 0.7, 0.0][:n_tasks], [1.0, 0.0, 0.5][:n_tasks]])
+    sw = torch.full((S, B), 1.0 / B)
+    sw[1, 3:] = 0.0
+    sw[1, :3] = 1.0 / 3
+    grads = model.grads(theta, X, Y, omega, sw)
+    for s in range(S):
+        th = theta[s].clone().requires_grad_(True)
+        keep = sw[s] > 0
+        losses = model.task_losses(th, X[s][keep], Y[s][keep])
+        ref = torch.autograd.grad(sum(omega[s, m] * losses[m] for m in range(n_tasks)), th)[0]
+        torch.testing.assert_close(grads[s], ref, atol=2e-6, rtol=1e-4)
+
+
+def test_tiny_run_is_deterministic_and_counts_bytes():
+    a = run_multidigits("dream", **TINY)
+    b = run_multidigits("dream", **TINY)
+    np.testing.assert_array_equal(a["test_loss"], b["test_loss"])
+    D = SharedTrunkMLP(2).dim
+    assert a["bytes_per_client_round"]["model.up"] == 4 * D
+    assert a["bytes_per_client_round"]["control.up"] == 4 * 2 * D
+    assert a["bytes_per_client_round"]["weights.down"] == 8
+    np.testing.assert_array_equal(a["round"], [1, 2])
+    np.testing.assert_array_equal(a["bytes_up"], [3 * 4 * 3 * D, 2 * 3 * 4 * 3 * D])
+    # with K = 1 and all clients the corrections average out (DREAM = no CV); with K = 2 they act from round 2
+    two = {**TINY, "local_steps": 2}
+    a2, c2 = run_multidigits("dream", **two), run_multidigits("dream_no_cv", **two)
+    np.testing.assert_array_equal(a2["test_loss"][0], c2["test_loss"][0])   # c = 0 in round 1
+    assert not np.array_equal(a2["test_loss"][-1], c2["test_loss"][-1])
+
+
+def test_all_methods_and_three_tasks_run():
+    for m in ("fmgda", "fedavg_ls", "scaffold_ls"):
+        res = run_multidigits(m, **TINY)
+        assert np.all(np.isfinite(res["test_accuracy"]))
+    res = run_multidigits("dream", n_tasks=3, dirichlet_alpha=float("inf"), **TINY)
+    assert res["test_accuracy"].shape == (2, 3)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="n_tasks"):
+        run_multidigits("dream", n_tasks=4, **TINY)
+    with pytest.raises(ValueError, match="dirichlet_alpha"):
+        run_multidigits("dream", dirichlet_alpha=0.0, **TINY)
+    with pytest.raises(ValueError, match="method"):
+        run_multidigits("mgda_central", **TINY)
+    with pytest.raises(ValueError, match="momentum"):
+        run_multidigits("dream", momentum=1.0, **TINY)

@@ -1,0 +1,214 @@
+"""Figures and tables of the dro_varclust reproduction, drawn from saved results (never recomputed).
+
+``python -m papers.dro_varclust.plots --results results/quick/dro_varclust --out figures/quick/dro_varclust --scale quick``
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from shared.plotting import main, method_colors, new_figure, save_figure
+from shared.results import atomic_write_text, read_arrays, read_metrics, write_markdown_table
+
+from papers.dro_varclust.experiments import PUBLISHED, key_of
+
+__all__ = ["make_figures", "LABELS", "METHOD_ORDER"]
+
+METHOD_ORDER = ("dro", "dro_admm_paper", "lasso_cv", "ridge", "corr_spectral", "kmeans", "cord", "mfc", "kmedoids")
+LABELS = {"dro": "DRO (ADMM)", "dro_admm_paper": "DRO (release ADMM)", "lasso_cv": "Lasso-CV nodewise",
+          "ridge": "Ridge nodewise", "corr_spectral": "abs-corr spectral", "kmeans": "k-means", "cord": "CORD/ACC",
+          "mfc": "MFC", "kmedoids": "k-medoids"}
+COLORS = method_colors(METHOD_ORDER)
+
+
+def _is_main_config(config: dict) -> bool:
+    return (config.get("n"), config.get("p"), config.get("K")) == (250, 500, 25) and \
+        set(config.get("seeds", [])) == set(PUBLISHED["dro_acc_by_seed"])
+
+
+def _accuracy_by_method(results: Path, out: Path) -> None:
+    m = read_metrics(results / "synthetic_main" / "metrics.json")
+    methods = [k for k in METHOD_ORDER if k in m]
+    fig, axes = new_figure(width=max(4.2, 0.75 * len(methods) + 1.5), height=3.4)
+    ax = axes[0, 0]
+    for i, k in enumerate(methods):
+        vals = np.array(list(m[k]["acc_by_seed"].values()))
+        ax.bar(i, m[k]["mean_acc"], color=COLORS[k], alpha=0.35, width=0.7)
+        ax.errorbar(i, m[k]["mean_acc"], yerr=m[k]["se_acc"], color="k", capsize=3, linewidth=1)
+        jitter = np.linspace(-0.2, 0.2, vals.size)
+        ax.scatter(i + jitter, vals, color=COLORS[k], s=12, zorder=3)
+    if _is_main_config(m["config"]):
+        pub = np.array([PUBLISHED["dro_acc_by_seed"][s] for s in m["config"]["seeds"]])
+        ax.scatter(np.linspace(-0.2, 0.2, pub.size), pub, marker="x", color="k", s=16, zorder=4,
+                   label=f"published DRO (mean {PUBLISHED['dro_mean_acc']})")
+        ax.legend(fontsize=7)
+    ax.set_xticks(range(len(methods)), [LABELS[k] for k in methods], rotation=30, ha="right", fontsize=7)
+    ax.set_ylabel("clustering accuracy")
+    ax.set_ylim(0, 1.02)
+    c = m["config"]
+    ax.set_title(f"Block-factor model, n={c['n']}, p={c['p']}, K={c['K']} ({len(c['seeds'])} seeds; "
+                 "bar = mean +- s.e.)", fontsize=8)
+    save_figure(fig, out / "accuracy_by_method.png")
+    main_config = _is_main_config(c)
+    rows = [{"seed": int(s),
+             "published_dro_acc": PUBLISHED["dro_acc_by_seed"][int(s)] if main_config else "n/a (other config)",
+             "ours_dro_acc": f"{v:.6g}",
+             **({"ours_dro_admm_paper_acc": f"{m['dro_admm_paper']['acc_by_seed'][s]:.6g}"}
+                if "dro_admm_paper" in m else {})}
+            for s, v in m["dro"]["acc_by_seed"].items()]
+    atomic_write_text(out / "published_vs_ours.csv", pd.DataFrame(rows).to_csv(index=False))
+
+
+def _grid_plot(ax, grid, block, xkey, published=None, log=False, label="DRO (ADMM)"):
+    means = [block[key_of(v)]["mean_acc"] for v in grid]
+    ses = [block[key_of(v)]["se_acc"] for v in grid]
+    ax.errorbar(grid, means, yerr=ses, marker="o", color=COLORS["dro"], capsize=3, label=f"{label}, ours")
+    if published:
+        xs = sorted(published)
+        ax.plot(xs, [published[x] for x in xs], marker="x", linestyle="--", color="0.4",
+                label="published (main config)")
+    if log:
+        ax.set_xscale("log")
+    ax.set_xlabel(xkey)
+    ax.set_ylabel("mean accuracy")
+    ax.legend(fontsize=7)
+
+
+def _alpha_figure(results: Path, out: Path, full: bool) -> None:
+    m = read_metrics(results / "alpha_ablation" / "metrics.json")
+    fig, axes = new_figure(width=4.4, height=3.2)
+    _grid_plot(axes[0, 0], m["alphas"], m["by_alpha"], r"$\alpha$ (radius level)",
+               PUBLISHED["alpha"] if full else None, log=True)
+    axes[0, 0].set_title(f"Sensitivity to alpha (range of means {m['acc_range']:.3f})", fontsize=8)
+    save_figure(fig, out / "alpha_ablation.png")
+
+
+def _k_figure(results: Path, out: Path, full: bool) -> None:
+    m = read_metrics(results / "k_misspecified" / "metrics.json")
+    ks = m["K_test"]
+    fig, axes = new_figure(width=4.4, height=3.2)
+    ax = axes[0, 0]
+    means = [m["by_K"][str(k)]["mean_acc"] for k in ks]
+    ses = [m["by_K"][str(k)]["se_acc"] for k in ks]
+    ax.errorbar(ks, means, yerr=ses, marker="o", color=COLORS["dro"], capsize=3, label="DRO (ADMM), ours")
+    if full:
+        xs = sorted(PUBLISHED["K"])
+        ax.plot(xs, [PUBLISHED["K"][k] for k in xs], marker="x", linestyle="--", color="0.4", label="published")
+    ax.axvline(m["K_true"], color="0.6", linestyle=":", linewidth=1, label=f"true K = {m['K_true']}")
+    ax.set_xlabel("K used by the spectral step")
+    ax.set_ylabel("mean accuracy")
+    ax.set_title("Misspecified number of clusters", fontsize=8)
+    ax.legend(fontsize=7)
+    save_figure(fig, out / "k_misspecified.png")
+
+
+def _rho_figure(results: Path, out: Path, full: bool) -> None:
+    m = read_metrics(results / "rho_init_ablation" / "metrics.json")
+    fig, axes = new_figure(width=4.4, height=3.2)
+    _grid_plot(axes[0, 0], m["rho_inits"], m["by_rho_init"], r"initial ADMM penalty $\rho_{init}$",
+               PUBLISHED["rho_init"] if full else None, log=True, label=f"DRO ({m['method']})")
+    axes[0, 0].set_title(f"Sensitivity to rho_init (range of means {m['acc_range']:.3f})", fontsize=8)
+    save_figure(fig, out / "rho_init_ablation.png")
+
+
+def _scenario_figure(results: Path, out: Path) -> None:
+    m = read_metrics(results / "scenario_sweeps" / "metrics.json")
+    fig, axes = new_figure(ncols=3, width=3.8, height=3.2)
+    for ax, name, xlabel in ((axes[0, 0], "common_factor", r"common-factor strength $\rho$ (noise 1)"),
+                             (axes[0, 1], "noise", r"noise level (no common factor)")):
+        levels = m[name]["levels"]
+        for meth in [k for k in METHOD_ORDER if k in m[name][key_of(levels[0])]]:
+            ax.plot(levels, [m[name][key_of(v)][meth]["mean_acc"] for v in levels], marker="o", color=COLORS[meth],
+                    label=LABELS[meth])
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("mean accuracy")
+    nog = m["no_global"][key_of(m["no_global"]["levels"][0])]
+    meths = [k for k in METHOD_ORDER if k in nog]
+    ax = axes[0, 2]
+    ax.bar(range(len(meths)), [nog[k]["mean_acc"] for k in meths], yerr=[nog[k]["se_acc"] for k in meths],
+           color=[COLORS[k] for k in meths], capsize=3)
+    ax.set_xticks(range(len(meths)), [LABELS[k] for k in meths], rotation=30, ha="right", fontsize=7)
+    ax.set_ylabel("mean accuracy")
+    ax.set_title("no global factor, noise 0.1", fontsize=8)
+    axes[0, 0].legend(fontsize=7)
+    save_figure(fig, out / "scenario_sweeps.png")
+
+
+def _affinity_figure(results: Path, out: Path) -> None:
+    a = read_arrays(results / "synthetic_main" / "affinity_example.npz")
+    W, labels = a["W"], a["labels"]
+    fig, axes = new_figure(width=4.0, height=3.6)
+    ax = axes[0, 0]
+    im = ax.imshow(W, cmap="viridis", interpolation="nearest")
+    for b in np.flatnonzero(np.diff(labels)) + 0.5:
+        ax.axhline(b, color="w", linewidth=0.5)
+        ax.axvline(b, color="w", linewidth=0.5)
+    ax.grid(False)
+    fig.colorbar(im, ax=ax, shrink=0.8)
+    ax.set_title(f"|B| + |B|^T, seed {int(a['seed'])}, variables by true cluster", fontsize=8)
+    save_figure(fig, out / "affinity_example.png")
+
+
+def _solver_table(results: Path, out: Path) -> None:
+    m = read_metrics(results / "solver_check" / "metrics.json")
+    timings = read_metrics(results / "solver_check" / "timings.json")
+    rows = []
+    for iid, inst in m["instances"].items():
+        for meth, obj in inst["objective"].items():
+            rows.append({"instance": iid, "method": meth, "objective": f"{obj:.10g}",
+                         "rel_gap_vs_cvxpy": f"{(obj - inst['objective']['cvxpy']) / inst['objective']['cvxpy']:.3g}",
+                         "iterations": inst["n_iter"][meth], "wall_s": f"{timings[iid][meth]:.3g}"})
+    text = pd.DataFrame(rows).to_csv(index=False)
+    atomic_write_text(out / "solver_check.csv", text)
+
+
+def _performance_table(results: Path, out: Path) -> None:
+    base = results / "performance"
+    t = read_metrics(base / "timings.json")
+    m = read_metrics(base / "metrics.json")
+    hw = read_metrics(base / "provenance.json").get("hardware", {})
+    rows = []
+    for iid, v in t["timings"].items():
+        rows.append({"instance (n, p)": iid, "ADMM (ours) s": f"{v['admm_s']:.3g}",
+                     f"cvxpy ({t['backends'][iid]}) s": f"{v['cvxpy_s']:.3g}",
+                     "ratio cvxpy / ADMM": f"{v['ratio_cvxpy_over_admm']:.3g}",
+                     "ADMM iterations": v["admm_iters"], "rel. objective gap": f"{m['rel_obj_gap'][iid]:.2g}"})
+    frame = pd.DataFrame(rows)
+    title = (f"solve_dro_nodewise(method='admm') vs method='cvxpy' on the same X and s (median of {t['repeats']} "
+             f"ADMM runs, {t['cvxpy_repeats']} cvxpy run(s), BLAS on one thread; hardware: {hw.get('cpu', 'unknown')}, "
+             f"{hw.get('cores', '?')} cores)")
+    write_markdown_table(frame, out / "performance_table.md", title=title)
+
+
+def _digits_table(results: Path, out: Path) -> None:
+    m = read_metrics(results / "digits" / "metrics.json")
+    frame = pd.DataFrame([{"method": LABELS.get(k, k), "accuracy": v["accuracy"], "AMI": v["ami"]}
+                          for k, v in m["scores"].items()])
+    write_markdown_table(frame, out / "digits_table.md", floatfmt=".3f",
+                         title=f"Digits (exploratory, no claim): p = {m['p']} images as variables, n = {m['n']} "
+                               f"pixels, K = {m['K']}")
+
+
+def make_figures(results_dir, out_dir, scale: str) -> None:
+    """Write every figure and table whose results exist under ``results_dir``."""
+    results, out = Path(results_dir), Path(out_dir)
+    full = scale == "full"
+    if (results / "synthetic_main" / "metrics.json").exists():
+        _accuracy_by_method(results, out)
+        _affinity_figure(results, out)
+    steps = (("alpha_ablation", lambda: _alpha_figure(results, out, full)),
+             ("k_misspecified", lambda: _k_figure(results, out, full)),
+             ("rho_init_ablation", lambda: _rho_figure(results, out, full)),
+             ("scenario_sweeps", lambda: _scenario_figure(results, out)),
+             ("solver_check", lambda: _solver_table(results, out)),
+             ("performance", lambda: _performance_table(results, out)),
+             ("digits", lambda: _digits_table(results, out)))
+    for name, draw in steps:
+        if (results / name / "metrics.json").exists():
+            draw()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(make_figures))

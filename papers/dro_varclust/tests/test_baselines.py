@@ -1,0 +1,72 @@
+"""Baselines: closed-form identities (ridge, Lasso scaling, CORD) and recovery of obvious clusters."""
+import numpy as np
+import pytest
+from sklearn.linear_model import Lasso
+
+from papers.dro_varclust import baselines as BL
+from papers.dro_varclust.cluster import clustering_scores
+from papers.dro_varclust.data import normalize_design
+
+
+def _blocks(seed=0, n=40, sizes=(5, 5, 5)):
+    rng = np.random.default_rng(seed)
+    cols, y = [], []
+    for k, size in enumerate(sizes):
+        f = rng.normal(size=n)
+        cols.append(f[:, None] + 0.2 * rng.normal(size=(n, size)))
+        y += [k] * size
+    return normalize_design(np.hstack(cols)), np.array(y)
+
+
+def test_ridge_matches_per_node_formula():
+    X, _ = _blocks()
+    B = BL.ridge_coefficients(X, 0.1)
+    p = X.shape[1]
+    for j in (0, 7, p - 1):
+        others = np.arange(p) != j
+        Xo = X[:, others]
+        b = np.linalg.solve(Xo.T @ Xo + 0.1 * np.eye(p - 1), Xo.T @ X[:, j])
+        np.testing.assert_allclose(B[others, j], b, atol=1e-12)
+        assert B[j, j] == 0.0
+
+
+def test_lasso_path_matches_sklearn_lasso_scaling():
+    # min ||x_j - X b||^2 + lam ||b||_1  <=>  sklearn Lasso with alpha = lam / (2 n)
+    X, _ = _blocks()
+    n = X.shape[0]
+    B = BL.lasso_coefficients(X, [0.05, 0.5])
+    for i, lam in enumerate([0.05, 0.5]):
+        ref = Lasso(alpha=lam / (2 * n), fit_intercept=False, tol=1e-10, max_iter=100000).fit(X[:, 1:], X[:, 0])
+        np.testing.assert_allclose(B[i, 1:, 0], ref.coef_, atol=2e-3)  # path tol 1e-4
+        assert B[i, 0, 0] == 0.0
+    assert np.all(BL.lasso_coefficients(X, [1e3]) == 0.0)  # lam above max |X^T x_j| * 2 kills every coefficient
+
+
+def test_cord_matches_direct_definition():
+    R = np.corrcoef(np.random.default_rng(1).normal(size=(20, 6)), rowvar=False)
+    D = BL.cord_matrix(R)
+    for i in range(6):
+        for j in range(6):
+            if i != j:
+                ks = [k for k in range(6) if k not in (i, j)]
+                assert D[i, j] == pytest.approx(max(abs(R[i, k] - R[j, k]) for k in ks), abs=1e-15)
+
+
+@pytest.mark.parametrize("name", ["kmeans", "corr_spectral", "ridge", "lasso_cv", "cord", "mfc"])
+def test_baselines_recover_obvious_clusters(name):
+    X, y = _blocks()
+    labels = BL.BASELINES[name](X, 3)
+    assert labels.shape == y.shape
+    assert clustering_scores(y, labels)["accuracy"] == 1.0
+
+
+def test_kmedoids_is_optional():
+    X, y = _blocks()
+    labels = BL.kmedoids_corr(X, 3)
+    assert labels is None or clustering_scores(y, labels)["accuracy"] == 1.0
+
+
+def test_baseline_bad_K():
+    X, _ = _blocks()
+    with pytest.raises(ValueError, match="K must lie"):
+        BL.kmeans_variables(X, 16)

@@ -1,0 +1,104 @@
+r"""SOS-concavity certificate for a player's utility (after Leon, Sakos, Sim, Varvitsiotis, NeurIPS 2025,
+"Certifying Concavity and Monotonicity in Games via Sum-of-Squares Hierarchies", arXiv 2512.10292).
+
+:math:`U` is SOS-concave when :math:`q(x, w) = -w^\top \nabla^2 U(x)\, w` is a sum of squares in
+:math:`(x, w)`: :math:`q = b^\top Q b` with :math:`Q \succeq 0` and the basis
+:math:`b = \{w_j x^\alpha : j \le n,\ |\alpha| \le \lceil (\deg U - 2)/2 \rceil\}` (coefficients matched on
+every monomial :math:`w_j w_k x^\gamma`). The Hessian is taken in the free (eliminated) variables; concavity
+is invariant under that affine map. For an SOS-concave single-player game the level
+:math:`r = \lceil \deg U / 2 \rceil` moment bound is exact and its first moments are a maximiser (Jensen;
+Lasserre 2009): one SDP solves the game.
+
+We solve :math:`\max t` s.t. :math:`Q - t I \succeq 0`, :math:`t \le 1`, coefficient matching; the game is
+certified iff :math:`t^* \ge -10^{-7}` (``min_gram_eigenvalue`` = :math:`t^*`); an infeasible matching
+system (no symmetric Gram matrix at all) means not certified.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import poly as P
+
+__all__ = ["CertificateResult", "sos_concavity_certificate", "hessian_form", "sos_concave_poly"]
+
+CERT_TOL = 1e-7
+
+
+@dataclass
+class CertificateResult:
+    """``certified``, ``status`` ("certified" | "not_certified" | solver status), ``min_gram_eigenvalue``
+    (largest achievable smallest eigenvalue of a Gram matrix, None if no Gram matrix), ``solver``, ``seconds``."""
+
+    certified: bool
+    status: str
+    min_gram_eigenvalue: float | None
+    solver: str
+    seconds: float
+    gram_size: int = 0
+
+
+def hessian_form(U: dict, n: int) -> dict:
+    r""":math:`q(x, w) = -w^\top \nabla^2 U(x) w` as a dict ``(j, k, gamma) -> coefficient`` with ``j <= k``
+    (the coefficient of :math:`w_j w_k x^\gamma`)."""
+    out: dict = {}
+    for j in range(n):
+        dj = P.derivative(U, j)
+        for k in range(j, n):
+            hjk = P.derivative(dj, k)
+            mult = 1.0 if j == k else 2.0
+            for g, c in hjk.items():
+                out[(j, k, g)] = out.get((j, k, g), 0.0) - mult * c
+    return {key: v for key, v in out.items() if abs(v) > 1e-14}
+
+
+def sos_concave_poly(U: dict, n: int, *, solver: str | None = None) -> CertificateResult:
+    """SOS-concavity certificate of a polynomial ``U`` in ``n`` variables (see the module docstring)."""
+    import cvxpy as cp
+
+    from shared.solvers import solve
+
+    start = time.perf_counter()
+    d = max(0, math.ceil((P.degree(U) - 2) / 2))
+    xs = P.monomials(n, d)
+    basis = [(j, a) for j in range(n) for a in xs]
+    s = len(basis)
+    q = hessian_form(U, n)
+    keys: dict = {}
+    rows, cols = [], []
+    for p, (j, a) in enumerate(basis):
+        for r, (k, b) in enumerate(basis):
+            key = (min(j, k), max(j, k), tuple(u + v for u, v in zip(a, b)))
+            row = keys.setdefault(key, len(keys))
+            rows.append(row)
+            cols.append(p * s + r)
+    missing = [key for key in q if key not in keys]
+    if missing:  # the basis cannot reach these monomials: not SOS
+        return CertificateResult(False, "not_certified", None, "", time.perf_counter() - start, s)
+    A = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(keys), s * s))
+    rhs = np.zeros(len(keys))
+    for key, v in q.items():
+        rhs[keys[key]] = v
+    Q = cp.Variable((s, s), symmetric=True)
+    t = cp.Variable()
+    problem = cp.Problem(cp.Maximize(t), [A @ cp.vec(Q, order="C") == rhs, Q - t * np.eye(s) >> 0, t <= 1])
+    res = solve(problem, solver=solver)
+    seconds = time.perf_counter() - start
+    if res.status != "optimal":
+        return CertificateResult(False, "not_certified", None, res.backend, seconds, s)
+    tv = float(t.value)
+    ok = tv >= -CERT_TOL
+    return CertificateResult(ok, "certified" if ok else "not_certified", tv, res.backend, seconds, s)
+
+
+def sos_concavity_certificate(game, *, player: int = 1, solver: str | None = None) -> CertificateResult:
+    """Certify that ``player``'s utility (free variables of all players) is SOS-concave.
+
+    ValueError when ``player`` is not a player of ``game``.
+    """
+    player = game.check_player(player)
+    return sos_concave_poly(game.polynomial(player), game.n_variables, solver=solver)

@@ -1,0 +1,368 @@
+"""Experiments of irefg_sos (see the spec's "Experiments by scale").
+
+``python -m papers.irefg_sos.experiments NAME --config papers/irefg_sos/config.yaml --scale quick --out DIR``
+
+canonical  the standard imperfect-recall decision problems at levels r0..r0+1 vs brute force / grid truth,
+           plus one run of PGD / RM+ / AMSGrad from the uniform strategy
+cycle5     forgetful cut game on the 5-cycle (and the 7-cycle at full scale), bound per level
+random     random decision problems and random cut games, levels r0.. up to the limit (stop when exact)
+concave    SOS-concavity certificates and the one-SDP solution of certified games
+pgd        projected gradient ascent from many starts on picc_rub_fig3 (basins) vs the SOS value
+nash       Nash procedure on wichardt2008 (no NE) and amd_policeman (NE), NashConv grid on wichardt2008
+performance  SDP route vs first-order and SLSQP baselines, time to the optimum (ratio, hardware)
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from shared.experiment import RunContext, main
+from shared.provenance import hardware
+from shared.results import write_arrays
+
+from . import poly as P
+from .baselines import FullModel, grid_optimum, run_batch, random_starts, slsqp_multistart
+from .concavity import sos_concavity_certificate
+from .games import forgetful_cut_game, load_game, random_cut_game, random_decision_problem
+from .hierarchy import moment_bound, pure_optimum
+from .nash import nash_conv, nash_conv_grid, sos_nash
+
+EXACT_TOL = 1e-6
+
+
+def _r(x: float, digits: int = 10) -> float:
+    """Round to ``digits`` significant digits (metrics are byte-identical across reruns)."""
+    x = float(x)
+    return float(f"{x:.{digits}g}") if x != 0 else 0.0
+
+
+def _row(method, metric, value, *, game="", level=0, seed=0, step=0):
+    return {"method": method, "seed": seed, "step": step, "metric": metric, "value": float(value),
+            "game": game, "level": level}
+
+
+def _groups(game):
+    return [game.infoset_variables(k) for k in range(len(game.infosets))]
+
+
+def ground_truth(game) -> tuple[float, np.ndarray, str]:
+    """Optimum and maximiser (free variables): brute force (non-absentminded) or grid + polish."""
+    if not game.is_absentminded:
+        val, strat = pure_optimum(game)
+        return val, game.profile_to_vector(strat), "brute force"
+    val, z = grid_optimum(game.polynomial(1), game.n_variables, _groups(game))
+    return val, z, "grid + SLSQP"
+
+
+def r0_of(game) -> int:
+    return max(1, math.ceil(game.degree() / 2))
+
+
+def _is_exact(res, opt):
+    """The bound equals the optimum (within 1e-6 relative): rho_r = U*, whether or not a strategy is extracted."""
+    return bool(res.bound is not None and abs(res.bound - opt) <= EXACT_TOL * max(1, abs(opt)))
+
+
+def _warm_up() -> None:
+    """One untimed tiny SDP, so that the first timed solve does not carry the solver's start-up cost."""
+    moment_bound(load_game("amd_classic"), 1)
+
+
+# ----------------------------------------------------------------------------------------------- (a)
+def run_canonical(params: dict, ctx: RunContext):
+    rows, per_game, gaps, errs = [], {}, [], []
+    _warm_up()
+    backends = set()
+    for name in params["games"]:
+        game = load_game(name)
+        opt, xstar, how = ground_truth(game)
+        r0 = r0_of(game)
+        info = {"degree": game.degree(), "n_infosets": len(game.infosets), "n_variables": game.n_variables,
+                "absentminded": game.is_absentminded, "r0": r0, "optimum": _r(opt), "truth": how,
+                "argmax": [_r(v, 8) for v in xstar], "levels": {}}
+        for level in range(r0, r0 + 1 + params["extra_levels"]):
+            res = moment_bound(game, level)
+            backends.add(res.solver)
+            err = float(np.max(np.abs(res.point - xstar))) if res.point is not None else None
+            info["levels"][str(level)] = {"bound": _r(res.bound), "gap": _r(res.bound - opt), "flat": res.flat,
+                                          "rank": res.rank, "certified": res.certified, "status": res.status,
+                                          "solver": res.solver, "moment_size": res.moment_size,
+                                          "strategy": None if res.point is None else [_r(v, 6) for v in res.point],
+                                          "strategy_err": None if err is None else _r(err, 4)}
+            if level == r0:
+                gaps.append(abs(res.bound - opt))
+                errs.append(err if err is not None else 1.0)
+            for metric, val in (("bound", res.bound), ("gap", res.bound - opt), ("seconds", res.seconds),
+                                ("moment_size", res.moment_size)):
+                rows.append(_row("sos", metric, val, game=name, level=level))
+            ctx.log(f"{name} level {level}: bound {res.bound:.8f} (opt {opt:.8f}) {res.solver} {res.seconds:.2f}s")
+        model = FullModel(game)
+        uniform = np.concatenate([np.full(len(I.actions), 1.0 / len(I.actions)) for I in game.infosets])[None, :]
+        info["first_order"] = {}
+        for method in ("pga", "rm+", "amsgrad"):
+            t0 = time.perf_counter()
+            out = run_batch(model, method, uniform, iters=params["fo_iters"])
+            sec = time.perf_counter() - t0
+            info["first_order"][method] = _r(out["values"][0])
+            rows.append(_row(method, "final_value", out["values"][0], game=name))
+            rows.append(_row(method, "seconds", sec, game=name))
+        per_game[name] = info
+    metrics = {"max_abs_gap": _r(max(gaps), 4), "max_strategy_err": _r(max(errs), 4), "games": per_game}
+    ctx.record(solver=sorted(backends))
+    return rows, metrics
+
+
+# ----------------------------------------------------------------------------------------------- (b)
+def _cycle_game(k):
+    return forgetful_cut_game(k, [(i, i + 1) for i in range(k - 1)] + [(0, k - 1)])
+
+
+def run_cycle5(params: dict, ctx: RunContext):
+    rows, metrics, backends = [], {}, set()
+    _warm_up()
+    for k, levels in ((5, params["levels"]), (7, params.get("levels_c7", []))):
+        if not levels:
+            continue
+        game = _cycle_game(k)
+        opt, _ = pure_optimum(game)
+        block = {"optimum": _r(opt)}
+        for level in levels:
+            scs = level in params.get("scs_levels", [])
+            res = moment_bound(game, level, solver="SCS" if scs else params.get("solver"),
+                               scs_eps=params.get("scs_eps") if scs else None)
+            backends.add(res.solver)
+            block[f"level{level}"] = _r(res.bound)
+            block[f"level{level}_status"] = res.status
+            block[f"level{level}_certified"] = res.certified
+            for metric, val in (("bound", res.bound), ("gap", res.bound - opt), ("seconds", res.seconds),
+                                ("moment_size", res.moment_size)):
+                rows.append(_row("sos", metric, val, game=f"cycle{k}", level=level))
+            ctx.log(f"cycle{k} level {level}: {res.bound:.8f} ({res.solver}, {res.seconds:.1f}s)")
+        if k == 5:
+            metrics.update(block)
+        else:
+            metrics["cycle7"] = block
+    metrics["level1_closed_form"] = _r((5 + math.sqrt(5)) / 8)
+    ctx.record(solver=sorted(backends))
+    return rows, metrics
+
+
+# ----------------------------------------------------------------------------------------------- (c)
+def _random_games(params):
+    for l in params["decision_l"]:
+        for seed in params["seeds"]:
+            yield "decision", l, seed, random_decision_problem(l, params["branches"], seed)
+    for l in params["cut_l"]:
+        for seed in params["seeds"]:
+            yield "cut", l, seed, random_cut_game(l, params["cut_p"], seed)
+
+
+def run_random(params: dict, ctx: RunContext):
+    rows, games, backends = [], {}, set()
+    _warm_up()
+    min_diff, max_inc, n_exact, n_total, n_gap1, n_cert = np.inf, -np.inf, 0, 0, 0, 0
+    for kind, l, seed, game in _random_games(params):
+        key = f"{kind}_l{l}_s{seed}"
+        opt, _ = pure_optimum(game)
+        r0 = r0_of(game)
+        n_inf = len(game.infosets)
+        limit = params["level_limit"] if params["level_limit"] > 0 else n_inf + 1
+        limit = min(limit, params.get("level_cap", limit))
+        bounds, exact_at, certified_at = {}, None, -1
+        for level in range(r0, max(limit, r0) + 1):
+            res = moment_bound(game, level)
+            backends.add(res.solver)
+            bounds[level] = res.bound
+            min_diff = min(min_diff, res.bound - opt)
+            for metric, val in (("bound", res.bound), ("gap", res.bound - opt), ("seconds", res.seconds),
+                                ("moment_size", res.moment_size)):
+                rows.append(_row("sos", metric, val, game=key, level=level, seed=seed))
+            if level - 1 in bounds:
+                max_inc = max(max_inc, res.bound - bounds[level - 1])
+            n_cert += res.certified
+            if _is_exact(res, opt):
+                exact_at = level
+                certified_at = level if res.certified else -1
+                break
+        if kind == "cut" and 1 in bounds and bounds[1] - opt > 1e-3:
+            n_gap1 += 1
+        n_total += 1
+        n_exact += exact_at is not None
+        games[key] = {"optimum": _r(opt), "n_infosets": n_inf, "degree": game.degree(), "r0": r0,
+                      "exact_level": exact_at if exact_at is not None else -1,
+                      "certified_strategy_level": certified_at,
+                      "bounds": {str(k): _r(v) for k, v in bounds.items()}}
+        ctx.log(f"{key}: opt {opt:.4f}, bounds {[round(v, 5) for v in bounds.values()]}, exact at {exact_at}")
+    metrics = {"min_bound_minus_opt": _r(min_diff, 4), "max_increase": _r(max_inc if np.isfinite(max_inc) else 0.0, 4),
+               "frac_exact_by_level_limit": _r(n_exact / n_total), "n_games": n_total,
+               "n_certified_strategies": n_cert,
+               "randcut": {"n_level1_gap": n_gap1}, "games": games}
+    ctx.record(solver=sorted(backends))
+    return rows, metrics
+
+
+# ----------------------------------------------------------------------------------------------- (d)
+def run_concave(params: dict, ctx: RunContext):
+    rows, metrics, backends = [], {"certified": {}, "min_gram_eigenvalue": {}, "exact_first_level": {}}, set()
+    expected = params["expected_certified"]
+    matches = 0
+    for name in params["games"]:
+        game = load_game(name)
+        cert = sos_concavity_certificate(game)
+        backends.add(cert.solver)
+        metrics["certified"][name] = cert.certified
+        metrics["min_gram_eigenvalue"][name] = None if cert.min_gram_eigenvalue is None else _r(cert.min_gram_eigenvalue, 6)
+        rows.append(_row("certificate", "certified", float(cert.certified), game=name))
+        rows.append(_row("certificate", "seconds", cert.seconds, game=name))
+        ok = cert.certified == (name in expected)
+        if cert.certified:
+            opt, xstar, _ = ground_truth(game)
+            res = moment_bound(game, max(1, math.ceil(game.degree() / 2)))
+            exact = _is_exact(res, opt) and res.certified and float(np.max(np.abs(res.point - xstar))) <= 1e-3
+            metrics["exact_first_level"][name] = exact
+            ok = ok and exact
+            rows.append(_row("sos", "gap", res.bound - opt, game=name, level=res.level))
+        matches += ok
+        ctx.log(f"{name}: certified={cert.certified} (t*={cert.min_gram_eigenvalue})")
+    metrics["n_pattern_match"] = matches
+    metrics["n_games"] = len(params["games"])
+    ctx.record(solver=sorted(b for b in backends if b))
+    return rows, metrics
+
+
+# ----------------------------------------------------------------------------------------------- (e)
+def run_pgd(params: dict, ctx: RunContext):
+    game = load_game(params["game"])
+    opt, _ = pure_optimum(game)
+    model = FullModel(game)
+    rng = ctx.generator("starts")
+    X0 = random_starts(game, params["starts"], rng)
+    t0 = time.perf_counter()
+    out = run_batch(model, "pga", X0, iters=params["iters"], step=params["step"])
+    pgd_sec = time.perf_counter() - t0
+    bad = out["values"] < opt - 0.1
+    res = moment_bound(game, r0_of(game))
+    free = [j for j, (name, a) in enumerate(game.full_variables) if a != dict((I.name, I.actions[-1])
+                                                                               for I in game.infosets)[name]]
+    write_arrays(ctx.out_dir / "basins.npz", starts=X0[:, free], finals=out["X"][:, free], values=out["values"])
+    rows = [_row("pga", "final_value", v, game=params["game"], seed=i) for i, v in enumerate(out["values"])]
+    rows.append(_row("pga", "seconds", pgd_sec, game=params["game"]))
+    rows.append(_row("sos", "seconds", res.seconds, game=params["game"], level=res.level))
+    metrics = {"fig3_bad_fraction": _r(bad.mean()), "n_starts": int(len(bad)), "optimum": _r(opt),
+               "theory_bad_fraction": _r(2 / 9), "pgd_best": _r(out["values"].max()),
+               "sos_value": _r(res.bound), "sos_fig3_gap": _r(abs(res.bound - opt), 4), "sos_certified": res.certified,
+               "saddle": [_r(2 / 3), _r(2 / 3)]}
+    ctx.record(solver=res.solver)
+    return rows, metrics
+
+
+# ----------------------------------------------------------------------------------------------- (f)
+def run_nash(params: dict, ctx: RunContext):
+    rows, metrics, backends = [], {}, set()
+    w = load_game("wichardt2008")
+    statuses = {}
+    for level in params["wichardt_levels"]:
+        for seed in params["theta_seeds"]:
+            res = sos_nash(w, level=level, max_level=max(level, params["max_level"]), theta_seed=seed,
+                           max_iter=params["max_iter"], solver=params.get("solver"))
+            backends.update(res.solvers)
+            statuses[f"l{level}_s{seed}"] = {"status": res.status, "iterations": res.iterations, "cuts": res.cuts,
+                                             "levels": res.levels}
+            for metric, val in (("iterations", res.iterations), ("cuts", res.cuts), ("seconds", res.seconds),
+                                ("no_ne", float(res.status == "no_ne"))):
+                rows.append(_row("sos_nash", metric, val, game="wichardt2008", level=level, seed=seed))
+            ctx.log(f"wichardt level {level} seed {seed}: {res.status} after {res.iterations} it, {res.seconds:.1f}s")
+    all_st = {v["status"] for v in statuses.values()}
+    g = np.linspace(0.0, 1.0, params["grid"])
+    grid = np.stack([a.ravel() for a in np.meshgrid(g, g, g, indexing="ij")], axis=1)
+    nc = nash_conv_grid(w, grid)
+    k = int(np.argmin(nc))
+    metrics["wichardt"] = {"status": all_st.pop() if len(all_st) == 1 else "mixed", "runs": statuses,
+                           "min_grid_nashconv": _r(nc[k]), "argmin_grid": [_r(v) for v in grid[k]]}
+    a = load_game("amd_policeman")
+    runs, ncs, all_ne = {}, [], True
+    for seed in params["amdp_seeds"]:
+        res = sos_nash(a, level=params["amdp_level"], max_level=params["amdp_max_level"], theta_seed=seed,
+                       max_iter=params["max_iter"], solver=params.get("solver"))
+        backends.update(res.solvers)
+        nc_ind = nash_conv(a, res.profile) if res.profile is not None else None
+        all_ne &= res.status == "ne"
+        if nc_ind is not None:
+            ncs.append(nc_ind)
+        runs[f"s{seed}"] = {"status": res.status, "iterations": res.iterations, "cuts": res.cuts, "levels": res.levels,
+                            "nash_conv": None if nc_ind is None else _r(nc_ind, 3),
+                            "profile": None if res.profile is None else
+                            {I: {act: _r(p, 4) for act, p in d.items()} for I, d in res.profile.items()}}
+        for metric, val in (("iterations", res.iterations), ("cuts", res.cuts), ("seconds", res.seconds),
+                            ("nash_conv", -1.0 if nc_ind is None else nc_ind)):
+            rows.append(_row("sos_nash", metric, val, game="amd_policeman", level=params["amdp_level"], seed=seed))
+        ctx.log(f"amd_policeman seed {seed}: {res.status}, NashConv {nc_ind}")
+    metrics["amdp"] = {"all_ne": all_ne, "runs": runs,
+                       "max_nashconv": _r(max(ncs), 3) if (ncs and all_ne) else 1.0e6}
+    ctx.record(solver=sorted(backends))
+    return rows, metrics
+
+
+# ----------------------------------------------------------------------------------------------- (g)
+def run_performance(params: dict, ctx: RunContext):
+    rows, table = [], {}
+    games = [(name, load_game(name)) for name in params["games"]]
+    sub = {k: params[k] for k in ("decision_l", "cut_l", "seeds", "branches", "cut_p")}
+    games += [(f"{kind}_l{l}_s{seed}", g) for kind, l, seed, g in _random_games(sub)]
+    rng = ctx.generator("starts")
+    _warm_up()
+    for name, game in games:
+        opt, _, _ = ground_truth(game)
+        entry = {}
+        t0 = time.perf_counter()
+        level, res = r0_of(game), None
+        while level <= params["level_limit"]:
+            res = moment_bound(game, level)
+            if _is_exact(res, opt):
+                break
+            level += 1
+        t_sdp = time.perf_counter() - t0
+        entry["sos"] = {"seconds": t_sdp, "gap": res.bound - opt, "reached": _is_exact(res, opt),
+                        "certified_strategy": res.certified, "solver": res.solver, "level": res.level}
+        model = FullModel(game)
+        X0 = random_starts(game, params["starts"], rng)
+        for method in ("pga", "rm+", "amsgrad"):
+            t0 = time.perf_counter()
+            out = run_batch(model, method, X0, iters=params["max_iters"], target=opt)
+            sec = time.perf_counter() - t0
+            entry[method] = {"seconds": sec, "gap": opt - float(out["values"].max()), "reached": out["reached_at"] is not None}
+        t0 = time.perf_counter()
+        best, _, runs = slsqp_multistart(game.polynomial(1), game.n_variables, _groups(game),
+                                         starts=params["slsqp_starts"], seed=0, target=opt)
+        entry["slsqp"] = {"seconds": time.perf_counter() - t0, "gap": opt - best, "reached": best >= opt - 1e-6}
+        for method, e in entry.items():
+            rows.append(_row(method, "seconds", e["seconds"], game=name))
+            rows.append(_row(method, "gap", e["gap"], game=name))
+            rows.append(_row(method, "reached", float(e["reached"]), game=name))
+        table[name] = entry
+        ctx.log(f"{name}: " + ", ".join(f"{m} {e['seconds']:.3f}s{'' if e['reached'] else ' (not reached)'}"
+                                        for m, e in entry.items()))
+    summary = {}
+    for method in ("pga", "rm+", "amsgrad", "slsqp"):
+        ratios = [table[g]["sos"]["seconds"] / table[g][method]["seconds"] for g in table if table[g][method]["reached"]]
+        summary[method] = {"median_ratio_sdp_over_baseline": float(np.median(ratios)) if ratios else -1.0,
+                           "n_reached": int(sum(table[g][method]["reached"] for g in table)),
+                           "max_final_gap": float(max(table[g][method]["gap"] for g in table))}
+    summary["sos"] = {"n_reached": int(sum(table[g]["sos"]["reached"] for g in table)),
+                      "total_seconds": float(sum(table[g]["sos"]["seconds"] for g in table))}
+    hw = hardware()
+    ctx.record(hardware_cpu=hw["cpu"])
+    metrics = {"n_games": len(table), "summary": summary, "cpu": hw["cpu"], "starts": params["starts"],
+               "max_iters": params["max_iters"], "slsqp_starts": params["slsqp_starts"],
+               "games": {g: {m: {k: (v if not isinstance(v, float) or np.isfinite(v) else -1.0) for k, v in e.items()}
+                             for m, e in ent.items()} for g, ent in table.items()}}
+    return rows, metrics
+
+
+EXPERIMENTS = {"canonical": run_canonical, "cycle5": run_cycle5, "random": run_random, "concave": run_concave,
+               "pgd": run_pgd, "nash": run_nash, "performance": run_performance}
+
+if __name__ == "__main__":
+    main(EXPERIMENTS)

@@ -1,0 +1,191 @@
+"""Figures and tables of irefg_sos, drawn from the results (never recomputed).
+
+``python -m papers.irefg_sos.plots --results results/quick/irefg_sos --out figures/quick/irefg_sos --scale quick``
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import MaxNLocator
+
+from shared.plotting import main, method_colors, new_figure, save_figure
+from shared.results import atomic_write_text, read_arrays, read_metrics, read_tidy
+
+METHODS = ["sos", "pga", "rm+", "amsgrad", "slsqp"]
+COLORS = method_colors(METHODS)
+FLOOR = 1e-10
+
+
+def _gaps(results: Path, exp: str) -> pd.DataFrame:
+    df = read_tidy(results / exp / "results.csv")
+    return df[(df["method"] == "sos") & (df["metric"] == "gap")]
+
+
+def bounds_vs_level(results: Path, out: Path) -> None:
+    fig, axes = new_figure(3, 1, width=3.6, height=3.0)
+    panels = [("canonical", "standard IR games"), ("cycle5", "forgetful cycles"), ("random", "random problems")]
+    for ax, (exp, title) in zip(axes[0], panels):
+        df = _gaps(results, exp)
+        metrics = read_metrics(results / exp / "metrics.json")
+        info = metrics.get("games", {})
+        for k, (game, g) in enumerate(df.groupby("game", sort=True)):
+            g = g.sort_values("level")
+            y = np.maximum(np.abs(g["value"].to_numpy()), FLOOR)
+            label = game if exp != "random" else None
+            ax.semilogy(g["level"], y, marker="o", ms=3, lw=1, alpha=0.8 if exp != "random" else 0.5, label=label,
+                        color=None if exp != "random" else ("#0072B2" if game.startswith("cut") else "#D55E00"))
+            l_inf = info.get(game, {}).get("n_infosets") or (5 if game == "cycle5" else 7 if game == "cycle7" else None)
+            if l_inf is not None:
+                ax.axvline(l_inf + 1, color="0.6", lw=0.6, ls=":")
+        ax.axhline(1e-6, color="k", lw=0.7, ls="--")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_title(title)
+        ax.set_xlabel("level r (dotted: l + 1)")
+        ax.set_ylabel(r"$|\rho_r - U^*|$ (floored at 1e-10)")
+        if exp != "random":
+            ax.legend(fontsize=6)
+        else:
+            ax.plot([], [], color="#0072B2", label="cut games")
+            ax.plot([], [], color="#D55E00", label="decision problems")
+            ax.legend(fontsize=6)
+    save_figure(fig, out / "bounds_vs_level.png")
+
+
+def sdp_time(results: Path, out: Path) -> None:
+    frames = []
+    for exp in ("canonical", "cycle5", "random"):
+        df = read_tidy(results / exp / "results.csv")
+        df = df[df["method"] == "sos"].pivot_table(index=["game", "level"], columns="metric", values="value")
+        frames.append(df.reset_index())
+    df = pd.concat(frames)
+    fig, axes = new_figure(2, 1)
+    ax = axes[0][0]
+    for level, g in df.groupby("level"):
+        ax.scatter(g["moment_size"], g["seconds"], s=14, label=f"level {int(level)}")
+    ax.set_xlabel("moment matrix side C(n + r, r)")
+    ax.set_ylabel("SDP seconds (build + solve + extract)")
+    ax.set_yscale("log")
+    ax.legend()
+    ax = axes[0][1]
+    levels = sorted(df["level"].unique())
+    ax.boxplot([df[df["level"] == lv]["seconds"].to_numpy() for lv in levels], tick_labels=[str(int(v)) for v in levels])
+    ax.set_yscale("log")
+    ax.set_xlabel("level r")
+    ax.set_ylabel("SDP seconds")
+    save_figure(fig, out / "sdp_time.png")
+
+
+def canonical_table(results: Path, out: Path) -> None:
+    metrics = read_metrics(results / "canonical" / "metrics.json")
+    df = read_tidy(results / "canonical" / "results.csv")
+    secs = df[df["metric"] == "seconds"]
+    rows = []
+    for game, info in metrics["games"].items():
+        lv = info["levels"][str(info["r0"])]
+        fo = {}
+        for m in ("pga", "rm+", "amsgrad"):
+            t = secs[(secs["game"] == game) & (secs["method"] == m)]["value"]
+            fo[m] = f"{info['first_order'][m]:.6g} ({t.iloc[0]:.2f}s)" if len(t) else ""
+        t = secs[(secs["game"] == game) & (secs["method"] == "sos") & (secs["level"] == info["r0"])]["value"]
+        rows.append({"game": game, "deg": info["degree"], "l": info["n_infosets"], "r0": info["r0"],
+                     "bound": f"{lv['bound']:.8f}", "optimum": f"{info['optimum']:.8f} ({info['truth']})",
+                     "strategy": "-" if lv["strategy"] is None else "(" + ", ".join(f"{v:.4f}" for v in lv["strategy"]) + ")",
+                     "solver": lv["solver"], "status": lv["status"], "certified": lv["certified"],
+                     "seconds": f"{t.iloc[0]:.3f}" if len(t) else "",
+                     "PGD": fo["pga"], "RM+": fo["rm+"], "AMSGrad": fo["amsgrad"]})
+    _write_table(pd.DataFrame(rows), out / "canonical.md",
+                 "Canonical imperfect-recall games: first admissible level r0 vs ground truth; first-order methods "
+                 "from the uniform strategy (final value, time)")
+
+
+def _write_table(frame: pd.DataFrame, path: Path, title: str) -> None:
+    header = "| " + " | ".join(frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    atomic_write_text(path, "\n".join([f"**{title}**", "", header, rule, *body]) + "\n")
+
+
+def fig3_basins(results: Path, out: Path) -> None:
+    arr = read_arrays(results / "pgd" / "basins.npz")
+    metrics = read_metrics(results / "pgd" / "metrics.json")
+    opt = metrics["optimum"]
+    bad = arr["values"] < opt - 0.1
+    fig, axes = new_figure(1, 1, width=4.2, height=4.4)
+    ax = axes[0][0]
+    ax.scatter(arr["starts"][~bad, 0], arr["starts"][~bad, 1], s=5, color="#009E73",
+               label=f"reaches the global max {opt:g}")
+    ax.scatter(arr["starts"][bad, 0], arr["starts"][bad, 1], s=5, color="#D55E00", label="trapped at a worse local max")
+    sx, sy = metrics["saddle"]
+    ax.plot([sx], [sy], marker="x", color="k", ms=8, label="saddle (2/3, 2/3)")
+    xs = np.linspace(1 / 3, 1, 50)
+    ax.plot(xs, 4 / 3 - xs, color="k", lw=0.8, ls="--", label="stable manifold x1 + x2 = 4/3")
+    ax.set_xlabel("x1 = P(l1)")
+    ax.set_ylabel("x2 = P(l2)")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_title(f"PGD on picc_rub_fig3: {bad.mean():.1%} of starts trapped")
+    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
+    save_figure(fig, out / "fig3_basins.png")
+
+
+def nash_table(results: Path, out: Path) -> None:
+    metrics = read_metrics(results / "nash" / "metrics.json")
+    df = read_tidy(results / "nash" / "results.csv")
+    secs = df[df["metric"] == "seconds"]
+    rows = []
+    for game, key in (("wichardt2008", "wichardt"), ("amd_policeman", "amdp")):
+        for run, info in metrics[key]["runs"].items():
+            if key == "wichardt":
+                level, seed = (int(p[1:]) for p in run.split("_"))
+            else:
+                seed, level = int(run[1:]), info["levels"][0]
+            t = secs[(secs["game"] == game) & (secs["seed"] == seed) & (secs["level"] == level)]["value"]
+            rows.append({"game": game, "level": "/".join(str(v) for v in sorted(set(info["levels"]))),
+                         "theta seed": seed, "status": info["status"], "iterations": info["iterations"],
+                         "cuts": info["cuts"], "NashConv": "-" if info.get("nash_conv") is None else f"{info['nash_conv']:.2e}",
+                         "seconds": f"{t.iloc[0]:.2f}" if len(t) else ""})
+    rows.append({"game": "wichardt2008", "level": "grid", "theta seed": "-", "status": "min NashConv on grid",
+                 "iterations": "-", "cuts": "-", "NashConv": f"{metrics['wichardt']['min_grid_nashconv']:.4f}",
+                 "seconds": "-"})
+    _write_table(pd.DataFrame(rows), out / "nash.md", "Nash procedure (levels used; NashConv is an independent check)")
+
+
+def performance_table(results: Path, out: Path) -> None:
+    metrics = read_metrics(results / "performance" / "metrics.json")
+    prov = read_metrics(results / "performance" / "provenance.json")
+    rows = []
+    for game, ent in metrics["games"].items():
+        row = {"game": game, "SDP s": f"{ent['sos']['seconds']:.3f}", "SDP gap": f"{ent['sos']['gap']:.1e}",
+               "SDP level": ent["sos"]["level"]}
+        for m, label in (("pga", "PGD"), ("rm+", "RM+"), ("amsgrad", "AMSGrad"), ("slsqp", "SLSQP")):
+            e = ent[m]
+            ratio = ent["sos"]["seconds"] / e["seconds"] if e["reached"] and e["seconds"] > 0 else None
+            row[f"{label} s"] = f"{e['seconds']:.3f}" + ("" if e["reached"] else " (not reached)")
+            row[f"t_sdp/t_{label}"] = "-" if ratio is None else f"{ratio:.3g}"
+            row[f"{label} gap"] = f"{e['gap']:.1e}"
+        rows.append(row)
+    summ = metrics["summary"]
+    backends = ", ".join(f"{k}: {v}" for k, v in sorted(prov.get("solvers", {}).items())) or "see provenance"
+    title = (f"Time to the optimum (within 1e-6): SDP route (levels r0.. until the bound is exact) vs baselines "
+             f"(best of {metrics['starts']} random starts, first-order capped at {metrics['max_iters']} iterations; "
+             f"SLSQP up to {metrics['slsqp_starts']} starts). CPU: {metrics['cpu']}; "
+             f"SDP backends: {backends}. Median t_sdp/t_baseline: "
+             + ", ".join(f"{m} {summ[m]['median_ratio_sdp_over_baseline']:.3g} ({summ[m]['n_reached']}/{metrics['n_games']} reached)"
+                         for m in ("pga", "rm+", "amsgrad", "slsqp")))
+    _write_table(pd.DataFrame(rows), out / "performance.md", title)
+
+
+def make_figures(results_dir: Path, out_dir: Path, scale: str) -> None:
+    results_dir, out_dir = Path(results_dir), Path(out_dir)
+    bounds_vs_level(results_dir, out_dir)
+    sdp_time(results_dir, out_dir)
+    canonical_table(results_dir, out_dir)
+    fig3_basins(results_dir, out_dir)
+    nash_table(results_dir, out_dir)
+    performance_table(results_dir, out_dir)
+
+
+if __name__ == "__main__":
+    main(make_figures)

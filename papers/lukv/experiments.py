@@ -1,0 +1,438 @@
+"""Experiments of the lukv reproduction (spec "Experiments by scale").
+
+``python -m papers.lukv.experiments NAME --config papers/lukv/config.yaml --scale quick --out DIR`` with NAME
+one of ``instances`` (random allocation instances: greedy vs exact DP), ``train_tiny`` (tiny model on the
+KV-recall task), ``profile`` (budget curves A and B), ``evaluate`` (held-out oracle loss and downstream
+recall/KL for every method) and ``perf`` (allocation and eviction timings, side by side).
+``profile`` and ``evaluate`` read the tiny model written by ``train_tiny`` (``model_from``); ``evaluate``
+reads the curves written by ``profile`` (``profile_from``). When those files are missing they are rebuilt
+in-process with the same seeds (same result, more time).
+"""
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from shared import seeding
+from shared.experiment import RunContext, main
+from shared.results import write_arrays
+
+from papers.lukv.allocation import allocate_budget, round_keep_counts
+from papers.lukv.profile import (build_budget_curve, decrements, protect_scores, save_curve, scorer_order,
+                                 total_budget)
+from papers.lukv.task import VOCAB_SIZE, make_batch, value_positions
+
+__all__ = ["EXPERIMENTS", "random_instance", "instances", "train_tiny", "profile", "evaluate", "perf",
+           "oracle_keep_loss"]
+
+
+# ------------------------------------------------------------------------------------------- instances
+def random_instance(rng: np.random.Generator, n_heads: int, seq_len: int):
+    """I_{n,j} = a_n exp(s_n Z), a_n ~ LogNormal(0,1), s_n ~ U(0.5, 2.5); pi = log I + N(0,1).
+    Returns the (N, T) decrements in scorer order."""
+    a = rng.lognormal(0.0, 1.0, size=(n_heads, 1))
+    s = rng.uniform(0.5, 2.5, size=(n_heads, 1))
+    imp = a * np.exp(s * rng.standard_normal((n_heads, seq_len)))
+    pi = np.log(imp) + rng.standard_normal((n_heads, seq_len))
+    return decrements(imp, pi)
+
+
+def instances(params: dict, ctx: RunContext):
+    """Greedy (hull) vs exact DP vs DP on the hull on random instances (claims sandwich, near-optimal)."""
+    n_heads, seq_len, count = int(params["N"]), int(params["T"]), int(params["n_instances"])
+    frac = float(params.get("budget_fraction", 0.2))
+    budget = int(round(frac * n_heads * seq_len))
+    rngs = seeding.spawn(ctx.seed, count, "instances")
+    rows, rel, dp, tru, dpr, t_greedy, t_dp = [], [], [], [], [], [], []
+    for i, rng in enumerate(rngs):
+        d = random_instance(rng, n_heads, seq_len)
+        t0 = time.perf_counter()
+        g = allocate_budget(d, budget, method="greedy")
+        t1 = time.perf_counter()
+        e = allocate_budget(d, budget, method="dp")
+        t2 = time.perf_counter()
+        r = allocate_budget(d, budget, method="dp_relaxed")
+        rel.append(g.relaxed_value); dp.append(e.value); tru.append(g.value); dpr.append(r.relaxed_value)
+        t_greedy.append(t1 - t0); t_dp.append(t2 - t1)
+        for metric, value in (("relaxed_greedy", g.relaxed_value), ("dp", e.value), ("true_greedy", g.value),
+                              ("dp_relaxed", r.relaxed_value)):
+            rows.append({"method": metric, "seed": i, "step": 0, "metric": "value", "value": value})
+    rel, dp, tru, dpr = map(np.array, (rel, dp, tru, dpr))
+    tol = 1e-9 * np.maximum(1.0, np.abs(dpr))
+    hull_equal = np.abs(rel - dpr) <= tol
+    ordered = (rel >= dp - tol) & (dp >= tru - tol)
+    gaps = (dp - tru) / dp
+    write_arrays(ctx.out_dir / "instances.npz", relaxed=rel, dp=dp, true_greedy=tru, dp_relaxed=dpr)
+    write_arrays(ctx.out_dir / "timings.npz", greedy_s=np.array(t_greedy), dp_s=np.array(t_dp))
+    ctx.record(greedy_time_s=float(np.sum(t_greedy)), dp_time_s=float(np.sum(t_dp)))
+    metrics = {"N": n_heads, "T": seq_len, "B": budget, "n_instances": count,
+               "sandwich": {"all_hold": bool(np.all(hull_equal & ordered)),
+                            "n_hold": int(np.sum(hull_equal & ordered)),
+                            "max_abs_greedy_minus_dp_relaxed": float(np.max(np.abs(rel - dpr)))},
+               "gap": {"mean": float(gaps.mean()), "max": float(gaps.max()),
+                       "se": float(gaps.std(ddof=1) / np.sqrt(count)) if count > 1 else 0.0}}
+    return rows, metrics
+
+
+# ------------------------------------------------------------------------------------------- tiny model
+def _task_kwargs(params: dict) -> dict:
+    t = params["task"]
+    return {"context_len": int(t["context_len"]), "n_pairs": int(t["n_pairs"]), "n_queries": int(t["n_queries"])}
+
+
+def _build_model(params: dict, seed: int):
+    from shared.lm import tiny_llama
+
+    m = params["model"]
+    return tiny_llama(VOCAB_SIZE, num_layers=int(m["layers"]), hidden_size=int(m["hidden"]),
+                      num_heads=int(m["heads"]), num_kv_heads=int(m["kv_heads"]),
+                      intermediate_size=int(m["mlp"]), rope_theta=float(m.get("rope_theta", 1e4)),
+                      seed=seed, attn_implementation="sdpa")
+
+
+def _tensors(ctx_np, fut_np):
+    import torch
+
+    return torch.tensor(ctx_np), torch.tensor(fut_np)
+
+
+def recall_accuracy(logits, future_ids, n_queries: int) -> float:
+    """Fraction of value tokens predicted (argmax) from the logits of the future window."""
+    vp = value_positions(n_queries)
+    pred = logits[:, vp - 1].argmax(-1)
+    return float((pred == future_ids[:, vp]).float().mean())
+
+
+def _train(params: dict, ctx: RunContext):
+    import torch
+
+    from shared.lm import train_lm
+
+    seeding.seed_torch(ctx.seed % (2 ** 31))
+    kw = _task_kwargs(params)
+    tr = params["train"]
+    model = _build_model(params, seed=int(tr.get("init_seed", 0)))
+    root = seeding.seed_sequence(ctx.seed, "train_tiny", "batches").entropy
+    n_q, T = kw["n_queries"], kw["context_len"]
+
+    def batch_fn(step):
+        c, f = make_batch(np.random.default_rng([root, step]), int(tr["batch"]), **kw)
+        x = torch.tensor(np.hstack([c, f]))
+        mask = torch.zeros_like(x)
+        mask[:, T + value_positions(n_q)] = 1
+        return x, mask
+
+    ce, fe = _tensors(*make_batch(seeding.generator(ctx.seed, "train_tiny", "val"), int(tr["n_val"]), **kw))
+    x_val = torch.cat([ce, fe], 1)
+
+    def eval_fn(model):
+        return recall_accuracy(model(input_ids=x_val).logits[:, T:], fe, n_q)
+
+    log = train_lm(model, batch_fn, steps=int(tr["steps"]), lr=float(tr["lr"]),
+                   weight_decay=float(tr["weight_decay"]), max_seconds=float(tr["max_seconds"]),
+                   eval_fn=eval_fn, eval_every=int(tr["eval_every"]), target=float(tr["target"]),
+                   progress=lambda s, v: ctx.log(f"step {s} loss {v:.3f}") if s % 100 == 0 else None)
+    return model, log
+
+
+def train_tiny(params: dict, ctx: RunContext):
+    """Train the tiny model (AdamW, early stop at the target held-out recall, step cap; a wall-time cap is a
+    safety net recorded in provenance) and save its weights to ``tiny_model.pt``."""
+    import torch
+
+    model, log = _train(params, ctx)
+    torch.save(model.state_dict(), ctx.out_dir / "tiny_model.pt")
+    ctx.record(train_wall_s=round(log.wall_s, 2), stopped=log.stopped)
+    rows = [{"method": "tiny", "seed": 0, "step": s, "metric": "val_recall", "value": v} for s, v in log.evals]
+    rows += [{"method": "tiny", "seed": 0, "step": i + 1, "metric": "loss", "value": v}
+             for i, v in enumerate(log.losses)]
+    metrics = {"steps": log.steps, "val_recall": log.evals[-1][1] if log.evals else None,
+               "stopped": log.stopped, "final_loss": log.losses[-1]}
+    return rows, metrics
+
+
+def _load_model(params: dict, ctx: RunContext):
+    import torch
+
+    seeding.seed_torch(ctx.seed % (2 ** 31))
+    path = Path(params.get("model_from", "")) / "tiny_model.pt"
+    if params.get("model_from") and path.exists():
+        model = _build_model(params, seed=int(params["train"].get("init_seed", 0)))
+        model.load_state_dict(torch.load(path, weights_only=True))
+        return model.eval()
+    ctx.log(f"{path} not found: training the tiny model in-process")
+    sub = RunContext(name="train_tiny", scale=ctx.scale, seed=ctx.seed, out_dir=ctx.out_dir)
+    return _train(params, sub)[0]
+
+
+@contextlib.contextmanager
+def attention(model, impl: str):
+    """Switch ``config._attn_implementation`` for one phase (eager for oracle extraction, sdpa for presses)."""
+    old = model.config._attn_implementation
+    model.config._attn_implementation = impl
+    try:
+        assert model.config._attn_implementation == impl
+        yield model
+    finally:
+        model.config._attn_implementation = old
+
+
+def _oracle_and_scores(model, params, rng, n, scorer_specs):
+    """Samples, their oracle importance (n, L, G, T) and scores per scorer."""
+    from papers.lukv.online import make_scorer, record_scores
+    from papers.lukv.oracle import extract_oracle
+
+    c, f = _tensors(*make_batch(rng, n, **_task_kwargs(params)))
+    with attention(model, "eager"):
+        imp = extract_oracle(model, c, f)
+    scores = {}
+    with attention(model, "sdpa"):
+        for name, spec in scorer_specs.items():
+            scores[name] = record_scores(model, make_scorer(spec["press"], spec.get("params")), c)
+    return c, f, imp, scores
+
+
+def _spearman(a, b) -> float:
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(np.ravel(a), np.ravel(b)).statistic)
+
+
+def _profile_curves(params: dict, ctx: RunContext, model):
+    scorers = params["scorers"]
+    grid = np.round(np.arange(1, 100) / 100, 2)
+    sink, window = int(params.get("sink", 4)), int(params.get("window", 1))
+    n = int(params["n_profile"])
+    curves = {}
+    for part in ("A", "B"):
+        _, _, imp, scores = _oracle_and_scores(model, params, seeding.generator(ctx.seed, "profile", part), n,
+                                               scorers)
+        for name in scorers:
+            curves[(name, part)] = build_budget_curve(list(imp), list(scores[name]), rho_grid=grid, sink=sink,
+                                                      window=window)
+    return curves
+
+
+def profile(params: dict, ctx: RunContext):
+    """Budget curves A and B (disjoint profiling sets) for every scorer; checks the budget invariant."""
+    model = _load_model(params, ctx)
+    curves = _profile_curves(params, ctx, model)
+    L, G = curves[next(iter(curves))].shape[1:]
+    T = _task_kwargs(params)["context_len"]
+    grid = np.round(np.arange(1, 100) / 100, 2)
+    metrics = {"N": int(L * G), "T": T, "bound": 1.0 / (L * G * T) + 1e-6, "curve_mean_err": {}, "spearman_ab": {}}
+    rows = []
+    for (name, part), curve in curves.items():
+        save_curve(curve, ctx.out_dir / f"curve_{name}_{part}.npy", model="tiny_llama", scorer=name,
+                   scorer_params=params["scorers"][name].get("params", {}), sink=int(params.get("sink", 4)),
+                   window=int(params.get("window", 1)), T=T, M=int(params["n_profile"]),
+                   K=3 * _task_kwargs(params)["n_queries"], seed=ctx.seed, part=part)
+        err = np.abs(curve.astype(np.float64).mean(axis=(1, 2)) - grid)
+        metrics["curve_mean_err"][f"{name}_{part}"] = float(err.max())
+        for r, rho in enumerate(grid):
+            rows.append({"method": f"{name}_{part}", "seed": 0, "step": r + 1, "metric": "mean_ratio",
+                         "value": float(curve[r].mean())})
+    metrics["curve_mean_err_max"] = max(metrics["curve_mean_err"].values())
+    for name in params["scorers"]:
+        metrics["spearman_ab"][name] = _spearman(curves[(name, "A")][79], curves[(name, "B")][79])
+    return rows, metrics
+
+
+# ------------------------------------------------------------------------------------------- evaluate
+def oracle_keep_loss(imp: np.ndarray, keep: np.ndarray) -> float:
+    """Oracle loss of a keep mask: sum_j I_j - sum_{j kept} I_j."""
+    return float(imp.sum() - imp[keep].sum())
+
+
+def _keep_from_counts(pi: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Keep mask (L, G, T): the top counts[l, g] tokens of each head by pi (stable order)."""
+    order = scorer_order(pi)
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.arange(pi.shape[-1])[None, None, :].repeat(pi.shape[0], 0).repeat(
+        pi.shape[1], 1), axis=-1)
+    return rank < counts[..., None]
+
+
+def _curve_counts(curve: np.ndarray, rho: float, seq_len: int) -> np.ndarray:
+    idx = min(98, max(0, int(round(rho * 100)) - 1))
+    return np.stack([round_keep_counts(np.clip(1 - curve[idx, l], 0, 1), seq_len) for l in range(curve.shape[1])])
+
+
+def _adakv_keep(scores: np.ndarray, rho: float, alpha: float = 0.2) -> np.ndarray:
+    """AdaKV rule per layer: each head protects its top max(1, int(alpha*n_kept)) tokens, then the
+    G*(T - n_kept) lowest remaining scores of the layer are evicted jointly."""
+    L, G, T = scores.shape
+    n_kept = int(T * (1 - rho))
+    n_safe = max(1, int(alpha * n_kept))
+    keep = np.ones((L, G, T), dtype=bool)
+    for l in range(L):
+        s = scores[l].copy()
+        top = scorer_order(s)[:, :n_safe]
+        np.put_along_axis(s, top, np.inf, axis=-1)
+        flat = np.argsort(s.ravel(), kind="stable")[: G * (T - n_kept)]
+        keep[l].ravel()[flat] = False
+    return keep
+
+
+def oracle_losses(imp, scores, curve, rho, sink, window):
+    """Oracle loss of uniform / AdaKV / LU-KV / per-sample optimum for one sample (L, G, T)."""
+    L, G, T = imp.shape
+    pi = np.stack([protect_scores(scores[l], sink=sink, window=window) for l in range(L)])
+    from papers.lukv.online import uniform_curve
+
+    out = {"uniform": oracle_keep_loss(imp, _keep_from_counts(pi, _curve_counts(uniform_curve(L, G), rho, T))),
+           "adakv": oracle_keep_loss(imp, _adakv_keep(scores, rho)),
+           "lukv": oracle_keep_loss(imp, _keep_from_counts(pi, _curve_counts(curve, rho, T)))}
+    d = decrements(imp, pi).reshape(L * G, T)
+    best = allocate_budget(d, total_budget(rho, L * G, T), method="dp")
+    out["oracle"] = float(imp.sum() - best.value)
+    return out
+
+
+def _kl(full_logits, logits) -> float:
+    import torch
+
+    p = torch.log_softmax(full_logits.double(), -1)
+    q = torch.log_softmax(logits.double(), -1)
+    return float((p.exp() * (p - q)).sum(-1).mean())
+
+
+def evaluate(params: dict, ctx: RunContext):
+    """Held-out oracle loss (numpy allocations) and downstream recall / KL (kvpress presses)."""
+    from papers.lukv.online import make_press, make_scorer, run_compressed
+
+    model = _load_model(params, ctx)
+    kw = _task_kwargs(params)
+    T, n_q = kw["context_len"], kw["n_queries"]
+    L, G = model.config.num_hidden_layers, model.config.num_key_value_heads
+    sink, window = int(params.get("sink", 4)), int(params.get("window", 1))
+    prof = Path(params.get("profile_from", ""))
+    curves = {}
+    for name in params["scorers"]:
+        path = prof / f"curve_{name}_A.npy"
+        if params.get("profile_from") and path.exists():
+            curves[name] = np.load(path)
+    if len(curves) < len(params["scorers"]):
+        ctx.log("profile curves not found: profiling in-process")
+        all_curves = _profile_curves(params, ctx, model)
+        curves = {name: all_curves[(name, "A")] for name in params["scorers"]}
+    c, f, imp, scores = _oracle_and_scores(model, params, seeding.generator(ctx.seed, "evaluate", "heldout"),
+                                           int(params["n_eval"]), params["scorers"])
+    rows, metrics = [], {"T": T, "N": L * G, "oracle_loss": {}, "downstream": {}}
+    primary = params["primary_scorer"]
+    for rho in params["rhos"]:
+        key = f"rho{int(round(rho * 100))}"
+        sums = {}
+        for i in range(imp.shape[0]):
+            for m, v in oracle_losses(imp[i], scores[primary][i], curves[primary], rho, sink, window).items():
+                sums[m] = sums.get(m, 0.0) + v
+        metrics["oracle_loss"][key] = sums
+        for m, v in sums.items():
+            rows.append({"method": m, "seed": 0, "step": int(round(rho * 100)), "metric": "oracle_loss",
+                         "value": v})
+    with attention(model, "sdpa"):
+        full_logits, _ = run_compressed(model, None, c, f)
+        metrics["recall_full"] = recall_accuracy(full_logits, f, n_q)
+        for name, spec in params["scorers"].items():
+            for rho in params["rhos"]:
+                key = f"rho{int(round(rho * 100))}"
+                for method in params["methods"]:
+                    if method == "full":
+                        continue
+                    scorer = make_scorer(spec["press"], spec.get("params"))
+                    press = make_press(method, scorer, rho, curve=curves[name], n_layers=L, n_kv_heads=G,
+                                       sink=sink, window=window)
+                    logits, kept = run_compressed(model, press, c, f)
+                    acc, kl = recall_accuracy(logits, f, n_q), _kl(full_logits[:, :], logits)
+                    metrics["downstream"].setdefault(name, {}).setdefault(key, {})[method] = {
+                        "recall": acc, "kl": kl, "kept": kept}
+                    for metric, value in (("recall", acc), ("kl", kl), ("kept", kept)):
+                        rows.append({"method": method, "seed": 0, "step": int(round(rho * 100)),
+                                     "metric": metric, "value": value, "scorer": name})
+    ol = metrics["oracle_loss"]["rho80"]
+    ds = metrics["downstream"][primary]["rho80"]
+    metrics["claims"] = {
+        "oracle_ratio_lukv_uniform": ol["lukv"] / ol["uniform"],
+        "oracle_ratio_lukv_adakv": ol["lukv"] / ol["adakv"],
+        "recall_gain_lukv_uniform": ds["lukv"]["recall"] - ds["uniform"]["recall"],
+        "kl_ratio_lukv_uniform": ds["lukv"]["kl"] / ds["uniform"]["kl"],
+    }
+    # SmolLM2 task metrics (full scale in the spec) are not computed here: null = "not evaluated"
+    metrics["smollm2"] = {"acc_ratio_rho80": None, "scorers_lukv_ge_uniform": None}
+    return rows, metrics
+
+
+# ------------------------------------------------------------------------------------------- perf
+def perf(params: dict, ctx: RunContext):
+    """(1) allocation at rho = 0.8: sort-based greedy vs exact DP; (2) prefill + compression + decode
+    tokens per item with no press, ScorerPress, AdaKVPress, LUKVPress (median of items, warm model).
+    Times are run-dependent: they are metrics no claim compares exactly."""
+    import torch
+
+    from papers.lukv.online import make_press, make_scorer
+
+    a = params["allocation"]
+    d = random_instance(seeding.generator(ctx.seed, "perf", "alloc"), int(a["N"]), int(a["T"]))
+    budget = total_budget(0.8, int(a["N"]), int(a["T"]))
+    t0 = time.perf_counter(); g = allocate_budget(d, budget, method="greedy"); t1 = time.perf_counter()
+    e = allocate_budget(d, budget, method="dp"); t2 = time.perf_counter()
+    metrics = {"allocation": {"N": int(a["N"]), "T": int(a["T"]), "B": budget, "greedy_s": t1 - t0,
+                              "dp_s": t2 - t1, "time_ratio_dp_over_greedy": (t2 - t1) / (t1 - t0),
+                              "rel_value_gap": (e.value - g.value) / e.value}}
+    seeding.seed_torch(ctx.seed % (2 ** 31))
+    model = _build_model(params, seed=0)
+    L, G = model.config.num_hidden_layers, model.config.num_key_value_heads
+    e2e = params["eviction"]
+    rng = seeding.generator(ctx.seed, "perf", "items")
+    items = [torch.tensor(make_batch(rng, 1, **_task_kwargs(params))[0]) for _ in range(int(e2e["items"]))]
+    from papers.lukv.online import uniform_curve
+    from transformers import DynamicCache
+
+    def run(press, ids):
+        cache = DynamicCache()
+        with torch.no_grad():
+            if press is None:
+                out = model(input_ids=ids, past_key_values=cache, use_cache=True)
+            else:
+                with press(model):
+                    out = model(input_ids=ids, past_key_values=cache, use_cache=True)
+            tok = out.logits[:, -1:].argmax(-1)
+            pos = ids.shape[1]
+            for _ in range(int(e2e["decode_tokens"])):
+                out = model(input_ids=tok, past_key_values=cache, position_ids=torch.tensor([[pos]]),
+                            use_cache=True)
+                tok, pos = out.logits[:, -1:].argmax(-1), pos + 1
+        for layer in model.model.layers:
+            layer.self_attn.masked_key_indices = None
+
+    rho = float(e2e["rho"])
+    times = {}
+    for method in ("none", "scorer", "adakv", "lukv"):
+        def press_for():
+            if method == "none":
+                return None
+            scorer = make_scorer("expected_attention", {"epsilon": 0.02})
+            return make_press(method, scorer, rho, curve=uniform_curve(L, G) * 0 + rho, n_layers=L,
+                              n_kv_heads=G)
+        run(press_for(), items[0])  # warm-up
+        ts = []
+        for ids in items:
+            p = press_for()
+            t = time.perf_counter(); run(p, ids); ts.append(time.perf_counter() - t)
+        times[method] = statistics.median(ts)
+    metrics["eviction"] = {"median_s": times,
+                           "ratio_to_no_press": {m: times[m] / times["none"] for m in times}}
+    rows = [{"method": m, "seed": 0, "step": 0, "metric": "ratio_to_no_press", "value": times[m] / times["none"]}
+            for m in times]
+    return rows, metrics
+
+
+EXPERIMENTS = {"instances": instances, "train_tiny": train_tiny, "profile": profile, "evaluate": evaluate,
+               "perf": perf}
+
+if __name__ == "__main__":
+    main(EXPERIMENTS)

@@ -1,0 +1,166 @@
+"""Online eviction with kvpress presses (spec step 9 and the baselines) and scorer-score recording.
+
+The LU-KV online part is ``kvpress.LUKVPress`` used as a library: our profiled curve is assigned to
+``press._budget_curves`` before ``with press(model):`` so kvpress never tries to download one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["make_lukv_press", "make_press", "record_scores", "run_compressed", "METHODS_ONLINE"]
+
+METHODS_ONLINE = ("full", "uniform", "scorer", "adakv", "streaming", "lukv")
+
+
+def _check_rho(rho) -> float:
+    if not (isinstance(rho, (int, float)) and np.isfinite(rho) and 0 <= rho < 1):
+        raise ValueError(f"rho (compression ratio) must lie in [0, 1), got {rho!r}")
+    return float(rho)
+
+
+def _check_scorer(scorer):
+    from kvpress import ScorerPress
+
+    if not isinstance(scorer, ScorerPress):
+        raise ValueError(f"scorer must be a kvpress ScorerPress, got {type(scorer).__name__}")
+    return scorer
+
+
+def make_scorer(name: str, params: dict | None = None):
+    """A kvpress scorer by short name: expected_attention, snapkv, knorm."""
+    from kvpress import ExpectedAttentionPress, KnormPress, SnapKVPress
+
+    params = dict(params or {})
+    table = {"expected_attention": ExpectedAttentionPress, "snapkv": SnapKVPress, "knorm": KnormPress}
+    if name not in table:
+        raise ValueError(f"scorer must be one of {sorted(table)}, got {name!r}")
+    return table[name](**params)
+
+
+def make_lukv_press(scorer, curve: np.ndarray, rho: float, *, n_layers: int, n_kv_heads: int, sink: int = 4,
+                    window: int = 1):
+    """``LUKVPress(press=scorer, compression_ratio=rho, sink, window)`` with our curve already assigned
+    (shape (99, L, G), values in [0, 1]); raises ``ValueError`` for a missing or malformed curve."""
+    from kvpress import LUKVPress
+
+    from papers.lukv.profile import check_curve
+
+    _check_scorer(scorer)
+    rho = _check_rho(rho)
+    if curve is None:
+        raise ValueError("a budget curve is required (kvpress would otherwise try to download one)")
+    press = LUKVPress(press=scorer, compression_ratio=rho, sink=sink, window=window)
+    press._budget_curves = check_curve(curve, n_layers, n_kv_heads)
+    return press
+
+
+def uniform_curve(n_layers: int, n_kv_heads: int) -> np.ndarray:
+    """The constant curve Phi(rho) = rho for every head (allocation-matched uniform baseline)."""
+    grid = np.arange(1, 100, dtype=np.float32) / 100
+    return np.broadcast_to(grid[:, None, None], (99, n_layers, n_kv_heads)).astype(np.float32).copy()
+
+
+def make_press(method: str, scorer, rho: float, *, curve=None, n_layers: int, n_kv_heads: int, sink: int = 4,
+               window: int = 1, adakv_alpha: float = 0.20):
+    """The press of one online method (None for the full cache)."""
+    from kvpress import AdaKVPress, StreamingLLMPress
+
+    rho = _check_rho(rho)
+    if method == "full" or rho == 0:
+        return None
+    if method == "lukv":
+        return make_lukv_press(scorer, curve, rho, n_layers=n_layers, n_kv_heads=n_kv_heads, sink=sink,
+                               window=window)
+    if method == "uniform":
+        return make_lukv_press(scorer, uniform_curve(n_layers, n_kv_heads), rho, n_layers=n_layers,
+                               n_kv_heads=n_kv_heads, sink=sink, window=window)
+    if method == "scorer":
+        _check_scorer(scorer)
+        scorer.compression_ratio = rho
+        return scorer
+    if method == "adakv":
+        _check_scorer(scorer)
+        scorer.compression_ratio = rho
+        return AdaKVPress(press=scorer, alpha_safeguard=adakv_alpha)
+    if method == "streaming":
+        return StreamingLLMPress(compression_ratio=rho, n_sink=sink)
+    raise ValueError(f"method must be one of {METHODS_ONLINE}, got {method!r}")
+
+
+def _check_online_model(model) -> None:
+    impl = getattr(model.config, "_attn_implementation", None)
+    if impl == "eager":
+        raise ValueError("kvpress presses refuse attn_implementation='eager'; use 'sdpa' for online eviction")
+
+
+def _scorer_recorder():
+    from kvpress.presses.base_press import BasePress
+
+    @dataclass
+    class _Recorder(BasePress):
+        scorer: object = None
+        scores: dict = field(default_factory=dict)
+
+        def post_init_from_model(self, model):
+            self.scorer.post_init_from_model(model)
+
+        def compress(self, module, hidden_states, keys, values, attentions, kwargs):
+            s = self.scorer.score(module, hidden_states, keys, values, attentions, kwargs)
+            self.scores[int(module.layer_idx)] = s.detach().double().numpy()
+            return keys, values
+
+    return _Recorder
+
+
+def record_scores(model, scorer, context_ids) -> np.ndarray:
+    """Scorer scores pi of every context token, computed from the context only: (batch, L, G, T)."""
+    import torch
+    from transformers import DynamicCache
+
+    _check_scorer(scorer)
+    _check_online_model(model)
+    rec = _scorer_recorder()(scorer=scorer)
+    with torch.no_grad(), rec(model):
+        model(input_ids=context_ids, past_key_values=DynamicCache(), use_cache=True)
+    return np.stack([rec.scores[l] for l in range(len(model.model.layers))], axis=1)
+
+
+def run_compressed(model, press, context_ids, future_ids):
+    """Prefill the context under ``press`` (None: full cache), then run the future window teacher-forced
+    on the compressed cache; returns logits over the future positions (batch, K, V) and the mean kept
+    fraction of context keys (1 - evicted / (L*G*T))."""
+    import torch
+    from transformers import DynamicCache
+
+    _check_online_model(model)
+    seq_len = context_ids.shape[1]
+    cache = DynamicCache()
+    layers = [layer.self_attn for layer in model.model.layers]
+    with torch.no_grad():
+        if press is None:
+            model(input_ids=context_ids, past_key_values=cache, use_cache=True)
+        else:
+            with press(model):
+                model(input_ids=context_ids, past_key_values=cache, use_cache=True)
+        n_kv = model.config.num_key_value_heads
+        total = len(layers) * n_kv * seq_len * context_ids.shape[0]
+        evicted = 0
+        for l, attn in enumerate(layers):
+            cached = cache.layers[l].keys.shape[2]
+            evicted += (seq_len - cached) * n_kv * context_ids.shape[0]
+            masked = getattr(attn, "masked_key_indices", None)
+            if masked is not None:
+                evicted += int(masked[0].numel())
+        # one future token per forward pass: kvpress masks evicted keys with a fake key found per KV head
+        # from the current queries, which always exists for one query position (see README Deviations)
+        steps = []
+        for k in range(future_ids.shape[1]):
+            pos = torch.full((future_ids.shape[0], 1), seq_len + k, dtype=torch.long)
+            steps.append(model(input_ids=future_ids[:, k:k + 1], past_key_values=cache, position_ids=pos,
+                               use_cache=True).logits)
+        logits = torch.cat(steps, dim=1)
+        for attn in layers:
+            attn.masked_key_indices = None
+    return logits, 1.0 - evicted / total

@@ -1,0 +1,136 @@
+"""Figures and tables of the lukv reproduction; they read results, never recompute them.
+
+``python -m papers.lukv.plots --results results/quick/lukv --out figures/quick/lukv --scale quick``
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from shared.plotting import main, method_colors, new_figure, save_figure
+from shared.results import atomic_write_text, read_arrays, read_metrics, read_tidy, write_markdown_table
+
+__all__ = ["make_figures"]
+
+METHODS = ["full", "uniform", "scorer", "adakv", "streaming", "lukv", "oracle"]
+COLORS = method_colors(METHODS)
+
+
+def _instances(results: Path, out: Path) -> None:
+    arr = read_arrays(results / "instances" / "instances.npz")
+    dp = arr["dp"]
+    idx = np.arange(dp.size)
+    fig, axes = new_figure()
+    ax = axes[0, 0]
+    ax.plot(idx, arr["relaxed"] / dp, "o", label="relaxed (hull) value of greedy")
+    ax.plot(idx, np.ones_like(dp), "-", color="k", label="exact DP optimum")
+    ax.plot(idx, arr["true_greedy"] / dp, "s", label="true value of greedy")
+    ax.set_xlabel("instance"); ax.set_ylabel("value / DP optimum"); ax.legend()
+    ax.set_title("Sandwich: relaxed >= OPT >= greedy")
+    save_figure(fig, out / "sandwich.png")
+    fig, axes = new_figure()
+    gaps = 100 * (dp - arr["true_greedy"]) / dp
+    axes[0, 0].hist(gaps, bins=15)
+    axes[0, 0].set_xlabel("relative gap (DP - greedy) / DP [%]"); axes[0, 0].set_ylabel("instances")
+    save_figure(fig, out / "gap_hist.png")
+    t = read_arrays(results / "instances" / "timings.npz")
+    fig, axes = new_figure()
+    axes[0, 0].plot(idx, 1e3 * t["greedy_s"], "o", label="greedy (one sort)")
+    axes[0, 0].plot(idx, 1e3 * t["dp_s"], "s", label="exact DP")
+    axes[0, 0].set_yscale("log"); axes[0, 0].set_xlabel("instance"); axes[0, 0].set_ylabel("time [ms]")
+    axes[0, 0].legend()
+    save_figure(fig, out / "solver_time.png")
+
+
+def _profile(results: Path, out: Path) -> None:
+    m = read_metrics(results / "profile" / "metrics.json")
+    name = sorted(m["spearman_ab"])[0] if "expected_attention" not in m["spearman_ab"] else "expected_attention"
+    A = np.load(results / "profile" / f"curve_{name}_A.npy")
+    B = np.load(results / "profile" / f"curve_{name}_B.npy")
+    fig, axes = new_figure()
+    im = axes[0, 0].imshow(A[79], cmap="viridis", vmin=0, vmax=1, aspect="auto")
+    axes[0, 0].set_xlabel("KV head"); axes[0, 0].set_ylabel("layer")
+    axes[0, 0].set_title(f"tiny model, prune ratio Phi(0.8), scorer {name}")
+    fig.colorbar(im, ax=axes[0, 0])
+    save_figure(fig, out / "budget_heatmap.png")
+    fig, axes = new_figure()
+    axes[0, 0].plot(A[79].ravel(), B[79].ravel(), "o")
+    axes[0, 0].plot([0, 1], [0, 1], "k--", lw=0.8)
+    axes[0, 0].set_xlabel("Phi_A(0.8)"); axes[0, 0].set_ylabel("Phi_B(0.8)")
+    axes[0, 0].set_title(f"Spearman = {m['spearman_ab'][name]:.3f}")
+    save_figure(fig, out / "profile_ab.png")
+
+
+def _evaluate(results: Path, out: Path) -> None:
+    m = read_metrics(results / "evaluate" / "metrics.json")
+    tidy = read_tidy(results / "evaluate" / "results.csv")
+    ol = tidy[tidy.metric == "oracle_loss"]
+    fig, axes = new_figure()
+    for method in ("uniform", "adakv", "lukv", "oracle"):
+        sub = ol[ol.method == method].sort_values("step")
+        axes[0, 0].plot(sub.step / 100, sub.value, "o-", color=COLORS[method], label=method)
+    axes[0, 0].set_xlabel("compression ratio rho"); axes[0, 0].set_ylabel("held-out oracle loss (sum)")
+    axes[0, 0].legend()
+    save_figure(fig, out / "oracle_loss_vs_rho.png")
+    ds = tidy[tidy.metric.isin(["recall", "kl"])]
+    scorers = sorted(ds.scorer.dropna().unique())
+    for metric, fname, ylabel in (("recall", "accuracy_vs_rho.png", "recall accuracy"),
+                                  ("kl", "kl_vs_rho.png", "KL(full || compressed)")):
+        fig, axes = new_figure(ncols=len(scorers))
+        for ax, scorer in zip(axes[0], scorers):
+            sub = ds[(ds.metric == metric) & (ds.scorer == scorer)]
+            for method in METHODS:
+                s = sub[sub.method == method].sort_values("step")
+                if len(s):
+                    ax.plot(s.step / 100, s.value, "o-", color=COLORS[method], label=method)
+            if metric == "recall":
+                ax.axhline(m["recall_full"], color=COLORS["full"], ls="--", label="full")
+            ax.set_title(f"scorer {scorer}"); ax.set_xlabel("compression ratio rho"); ax.set_ylabel(ylabel)
+            ax.legend()
+        save_figure(fig, out / fname)
+    rows = []
+    for scorer, by_rho in m["downstream"].items():
+        for key, by_method in by_rho.items():
+            for method, vals in by_method.items():
+                rows.append({"task": "kv_recall", "scorer": scorer, "rho": int(key[3:]) / 100, "method": method,
+                             "recall": vals["recall"], "kl": vals["kl"], "kept": vals["kept"]})
+    frame = pd.DataFrame(rows)
+    from shared.results import atomic_path
+
+    with atomic_path(out / "downstream.csv") as tmp:
+        frame.to_csv(tmp, index=False)
+    write_markdown_table(frame, out / "downstream.md",
+                         title=f"Downstream on held-out KV recall (full-cache recall {m['recall_full']:.3f}); "
+                               "kept = fraction of context keys kept")
+
+
+def _performance(results: Path, out: Path) -> None:
+    m = read_metrics(results / "perf" / "metrics.json")
+    hw = read_metrics(results / "perf" / "provenance.json").get("hardware", {})
+    a, e = m["allocation"], m["eviction"]
+    lines = [f"**Performance (one process, pinned to one thread; hardware: {hw.get('cpu', 'unknown')}, "
+             f"{hw.get('cores', '?')} cores)**", "",
+             "| what | ours | reference | ratio (reference / ours) |", "|---|---|---|---|",
+             f"| allocation N={a['N']}, T={a['T']}, rho=0.8 | greedy {a['greedy_s'] * 1e3:.3g} ms | exact DP "
+             f"{a['dp_s'] * 1e3:.3g} ms | {a['time_ratio_dp_over_greedy']:.3g} |", "",
+             f"Relative value gap (DP - greedy) / DP: {a['rel_value_gap']:.3g}.", "",
+             "| press (prefill + compression + decode) | median time / no-press time |", "|---|---|"]
+    for method, ratio in e["ratio_to_no_press"].items():
+        lines.append(f"| {method} | {ratio:.3g} |")
+    lines += ["", "Head-wise presses (AdaKV, LU-KV) only mask keys: no memory is freed, so memory and "
+                  "latency gains of the paper are not evaluated."]
+    atomic_write_text(out / "performance_table.md", "\n".join(lines) + "\n")
+
+
+def make_figures(results_dir: Path, out_dir: Path, scale: str) -> None:
+    """Write every figure and table listed under the scale's ``figures:``."""
+    _instances(results_dir, out_dir)
+    _profile(results_dir, out_dir)
+    _evaluate(results_dir, out_dir)
+    _performance(results_dir, out_dir)
+
+
+if __name__ == "__main__":
+    main(make_figures)

@@ -1,0 +1,125 @@
+"""Offline profiling of LU-KV budget curves (spec step 8).
+
+For each profiling sample q_i and each rho of the grid, solve the global allocation (hull + greedy) with that
+sample's oracle importance I and scorer order, keep r*_{l,g}(q_i; rho) = 1 - b_{l,g}/T and average:
+Phi(rho)_{l,g} = (1/M) sum_i r*_{l,g}(q_i; rho); stored float32 with shape (len(grid), L, G).
+With B(rho) = round((1-rho) N T) every sample's ratios average to 1 - B/(N T) = rho up to 1/(N T).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+from papers.lukv.allocation import greedy_order, hull_decrements
+
+__all__ = ["DEFAULT_GRID", "protect_scores", "scorer_order", "decrements", "build_budget_curve",
+           "total_budget", "save_curve", "check_curve"]
+
+DEFAULT_GRID = np.round(np.arange(1, 100) / 100.0, 2)
+
+
+def total_budget(rho: float, n_heads: int, seq_len: int) -> int:
+    """B(rho) = round((1 - rho) * N * T)."""
+    return int(round((1.0 - float(rho)) * n_heads * seq_len))
+
+
+def protect_scores(scores: np.ndarray, *, sink: int = 4, window: int = 1) -> np.ndarray:
+    """Sink/window protection of ``LUKVPress``: pi := max(pi) + 1 for j < sink and j >= T - window (max over
+    the whole array of one layer, as kvpress does; the order is all that matters)."""
+    s = np.array(scores, dtype=np.float64)
+    seq_len = s.shape[-1]
+    if sink < 0 or window < 0:
+        raise ValueError(f"sink and window must be >= 0, got sink={sink}, window={window}")
+    if sink + window >= seq_len:
+        raise ValueError(f"sink + window = {sink + window} must be smaller than T = {seq_len}")
+    top = s.max() + 1
+    if sink:
+        s[..., :sink] = top
+    if window:
+        s[..., seq_len - window:] = top
+    return s
+
+
+def scorer_order(scores: np.ndarray) -> np.ndarray:
+    """sigma: positions by score descending, ties by position ascending (stable), along the last axis."""
+    return np.argsort(-np.asarray(scores, dtype=np.float64), axis=-1, kind="stable")
+
+
+def decrements(importance: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """d(i) = I_{sigma(i)} per head, for arrays (..., T)."""
+    return np.take_along_axis(np.asarray(importance, dtype=np.float64), scorer_order(scores), axis=-1)
+
+
+def _check_pair(I, S, k):
+    I = np.asarray(I, dtype=np.float64)
+    S = np.asarray(S, dtype=np.float64)
+    if I.ndim != 3 or S.shape != I.shape:
+        raise ValueError(f"sample {k}: importance and scores must both have shape (L, G, T), got {I.shape} "
+                         f"and {S.shape}")
+    if not np.all(np.isfinite(I)) or np.any(I < 0):
+        raise ValueError(f"sample {k}: importance must be finite and non-negative")
+    if not np.all(np.isfinite(S)):
+        raise ValueError(f"sample {k}: scores must be finite")
+    return I, S
+
+
+def build_budget_curve(importances: list, scores: list, *, rho_grid: np.ndarray | None = None,
+                       sink: int = 4, window: int = 1) -> np.ndarray:
+    """Average per-sample optimal prune ratios: returns float32 (len(grid), L, G) (default grid
+    0.01..0.99). One (L, G, T) importance and one (L, G, T) score array per sample (T may vary between
+    samples). Scores are protected (:func:`protect_scores`) before ordering."""
+    if len(importances) == 0:
+        raise ValueError("importances must not be empty")
+    if len(importances) != len(scores):
+        raise ValueError(f"importances and scores must have the same length, got {len(importances)} and "
+                         f"{len(scores)}")
+    grid = DEFAULT_GRID if rho_grid is None else np.asarray(rho_grid, dtype=np.float64)
+    if grid.ndim != 1 or grid.size == 0 or np.any(~np.isfinite(grid)) or np.any(grid <= 0) or np.any(grid >= 1):
+        raise ValueError("rho_grid must be a non-empty 1-D array with values in (0, 1)")
+    shape = None
+    total = None
+    for k, (I, S) in enumerate(zip(importances, scores)):
+        I, S = _check_pair(I, S, k)
+        if shape is None:
+            shape = I.shape[:2]
+            total = np.zeros((grid.size,) + shape)
+        elif I.shape[:2] != shape:
+            raise ValueError(f"sample {k}: (L, G) = {I.shape[:2]} differs from sample 0's {shape}")
+        n_layers, n_kv, seq_len = I.shape
+        n_heads = n_layers * n_kv
+        pi = np.stack([protect_scores(S[l], sink=sink, window=window) for l in range(n_layers)])
+        d = decrements(I, pi).reshape(n_heads, seq_len)
+        order = greedy_order(hull_decrements(d))
+        for r, rho in enumerate(grid):
+            b = np.bincount(order[:total_budget(rho, n_heads, seq_len)], minlength=n_heads)
+            total[r] += (1.0 - b / seq_len).reshape(n_layers, n_kv)
+    return (total / len(importances)).astype(np.float32)
+
+
+def check_curve(curve, n_layers: int, n_kv_heads: int) -> np.ndarray:
+    """Validate a budget curve for a model with L layers and G KV heads: shape (99, L, G), values in [0, 1]."""
+    c = np.asarray(curve)
+    if c.shape != (99, n_layers, n_kv_heads):
+        raise ValueError(f"budget curve must have shape (99, {n_layers}, {n_kv_heads}), got {c.shape}")
+    if not np.all(np.isfinite(c)) or np.any(c < 0) or np.any(c > 1):
+        raise ValueError("budget curve values must lie in [0, 1]")
+    return c.astype(np.float32)
+
+
+def save_curve(curve: np.ndarray, path: str | Path, **meta) -> dict:
+    """Write ``path`` (.npy, float32) and a JSON sidecar ``path.json`` with ``meta`` and the SHA-256 of the
+    array bytes; returns the sidecar dict."""
+    from shared.results import atomic_path
+
+    arr = np.ascontiguousarray(curve, dtype=np.float32)
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            np.save(fh, arr, allow_pickle=False)
+    side = dict(meta, shape=list(arr.shape), dtype="float32", sha256=hashlib.sha256(arr.tobytes()).hexdigest())
+    from shared.results import atomic_write_text
+    atomic_write_text(path.with_suffix(".json"), json.dumps(side, indent=2, sort_keys=True) + "\n")
+    return side

@@ -1,0 +1,1 @@
+# lukv has no data rules: every problem, task sample and model is generated from the root seed.

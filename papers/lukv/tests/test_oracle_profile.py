@@ -1,0 +1,80 @@
+"""Oracle importance (GQA max, o_proj slicing) and profiled curves (budget invariant, bad inputs)."""
+import numpy as np
+import pytest
+
+from papers.lukv.oracle import oracle_importance
+from papers.lukv.profile import build_budget_curve, check_curve, protect_scores, scorer_order
+
+
+def test_oracle_importance_known_answer():
+    # 2 query heads over 1 KV head, d_h = 1, D = 1: W_O = [2, 3] -> head 0 scales v by 2, head 1 by 3
+    A = np.array([[[0.5, 0.5], [0.2, 0.8]], [[0.9, 0.1], [0.6, 0.4]]])   # (H_q=2, K=2, T=2)
+    V = np.array([[[1.0], [-2.0]]])                                      # (G=1, T=2, 1)
+    W = np.array([[2.0, 3.0]])
+    # j=0: max(0.5*2, 0.9*3) = 2.7 ; j=1: max(0.8*4, 0.4*6) = 3.2
+    np.testing.assert_allclose(oracle_importance(A, V, W), [[2.7, 3.2]])
+
+
+def test_oracle_importance_gqa_groups_follow_repeat_kv():
+    A = np.zeros((4, 1, 1)); A[1, 0, 0] = 1.0; A[2, 0, 0] = 1.0          # heads 0,1 -> kv 0; heads 2,3 -> kv 1
+    V = np.array([[[1.0]], [[1.0]]])
+    W = np.array([[1.0, 2.0, 3.0, 4.0]])
+    np.testing.assert_allclose(oracle_importance(A, V, W), [[2.0], [3.0]])
+
+
+@pytest.mark.parametrize("A,V,W,match", [
+    (np.ones((3, 1, 2)), np.ones((2, 2, 1)), np.ones((1, 3)), "multiple"),
+    (np.ones((2, 1, 2)), np.ones((1, 3, 1)), np.ones((1, 2)), "values have"),
+    (np.ones((2, 1, 2)), np.ones((1, 2, 1)), np.ones((1, 3)), "columns"),
+    (-np.ones((2, 1, 2)), np.ones((1, 2, 1)), np.ones((1, 2)), "non-negative"),
+    (np.full((2, 1, 2), np.nan), np.ones((1, 2, 1)), np.ones((1, 2)), "finite")])
+def test_oracle_bad_input(A, V, W, match):
+    with pytest.raises(ValueError, match=match):
+        oracle_importance(A, V, W)
+
+
+def test_protection_and_stable_order():
+    s = protect_scores(np.array([[0.0, 5.0, 1.0, 1.0, 2.0, 0.5]]), sink=1, window=1)
+    assert s[0, 0] == s[0, -1] == 6.0
+    assert scorer_order(s)[0].tolist() == [0, 5, 1, 4, 2, 3]      # ties by position ascending
+    with pytest.raises(ValueError, match="sink"):
+        protect_scores(np.ones((1, 4)), sink=3, window=1)
+
+
+def test_curve_spends_global_budget_exactly():
+    rng = np.random.default_rng(0)
+    L, G, T = 2, 3, 16
+    imps = [rng.exponential(size=(L, G, T)) for _ in range(3)]
+    scores = [rng.normal(size=(L, G, T)) for _ in range(3)]
+    curve = build_budget_curve(imps, scores)
+    assert curve.shape == (99, L, G) and curve.dtype == np.float32
+    grid = np.arange(1, 100) / 100
+    assert np.max(np.abs(curve.mean(axis=(1, 2)) - grid)) <= 1 / (L * G * T) + 1e-6
+    assert np.all((curve >= 0) & (curve <= 1))
+
+
+def test_curve_gives_budget_to_the_head_with_utility():
+    # head 0 carries no future utility, head 1 does: at rho = 0.5 (B = T) head 1 keeps all T tokens
+    T = 16
+    imp = np.stack([np.zeros(T), np.exp(-np.arange(T) / 4.0)])[None]
+    sc = np.random.default_rng(0).normal(size=(1, 2, T))
+    curve = build_budget_curve([imp], [sc], rho_grid=np.array([0.5]), sink=0, window=0)
+    np.testing.assert_array_equal(curve[0, 0], [1.0, 0.0])
+
+
+@pytest.mark.parametrize("imps,scores,grid,match", [
+    ([], [], None, "empty"), ([np.ones((1, 1, 4))], [], None, "same length"),
+    ([np.ones((1, 1, 4))], [np.ones((1, 1, 5))], None, "shape"),
+    ([-np.ones((1, 1, 8))], [np.ones((1, 1, 8))], None, "non-negative"),
+    ([np.ones((1, 1, 8))], [np.ones((1, 1, 8))], np.array([1.0]), "rho_grid"),
+    ([np.ones((1, 1, 8))], [np.ones((1, 1, 8))], np.array([0.0]), "rho_grid")])
+def test_curve_bad_input(imps, scores, grid, match):
+    with pytest.raises(ValueError, match=match):
+        build_budget_curve(imps, scores, rho_grid=grid)
+
+
+def test_check_curve():
+    with pytest.raises(ValueError, match="shape"):
+        check_curve(np.zeros((98, 2, 2)), 2, 2)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        check_curve(np.full((99, 2, 2), 1.5), 2, 2)

@@ -1,0 +1,185 @@
+"""Figures and tables of the opo_cmab reproduction, drawn from saved results (never recomputed).
+
+``python -m papers.opo_cmab.plots --results results/quick/opo_cmab --out figures/quick/opo_cmab --scale quick``
+"""
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from shared.plotting import main, method_colors, new_figure, save_figure
+from shared.results import atomic_path, atomic_write_text, read_arrays, read_metrics
+
+__all__ = ["make_figures", "LABELS"]
+
+FAMILIES = ("opo", "squarecb", "falcon", "greedy", "eps_greedy", "uniform", "supervised", "opo_theory")
+LABELS = {"opo": "OPO-CMAB (tuned)", "squarecb": "SquareCB (tuned)", "falcon": "FALCON (tuned)", "greedy": "greedy",
+          "eps_greedy": "eps-greedy (0.05)", "uniform": "uniform", "supervised": "supervised (full info)",
+          "opo_theory": "OPO (theory tuning)"}
+COLORS = method_colors(FAMILIES)
+
+
+def _write_csv(frame: pd.DataFrame, path: Path) -> None:
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=False, float_format="%.6g")
+
+
+def _main_problem(metrics: dict) -> str:
+    keys = [k for k in metrics if k.startswith("F") and isinstance(metrics[k], dict)]
+    return "F100_A5" if "F100_A5" in keys else keys[0]
+
+
+def _regret_curves(results: Path, out: Path) -> None:
+    metrics = read_metrics(results / "synthetic" / "metrics.json")
+    curves = read_arrays(results / "synthetic" / "curves.npz")
+    pkey = _main_problem(metrics)
+    tuned = metrics[pkey]["tuned"]
+    fig, axes = new_figure(width=5.2, height=3.8)
+    ax = axes[0, 0]
+    K = metrics["K"]
+    t = np.arange(1, K + 1)
+    for fam in ("opo", "squarecb", "falcon", "greedy", "uniform"):
+        r = curves[f"{pkey}__{tuned[fam]}"]
+        label = LABELS[fam] + (f" [{tuned[fam]}]" if fam in ("opo", "squarecb", "falcon") else "")
+        keep = r > 0
+        ax.loglog(t[keep], r[keep], color=COLORS[fam], label=label)
+    r_opo = curves[f"{pkey}__{tuned['opo']}"]
+    ax.loglog(t, r_opo[-1] * np.sqrt(t / K), color="0.5", linestyle="--", linewidth=1, label=r"$\propto\sqrt{t}$")
+    ax.set_xlabel("round t")
+    ax.set_ylabel("cumulative pseudo-regret (mean over seeds)")
+    ax.set_title(f"Synthetic finite class {pkey.replace('_', ', ')}, {metrics['seeds']} seeds")
+    ax.legend(fontsize=7)
+    save_figure(fig, out / "regret_curves.png")
+
+
+def _heatmap(results: Path, out: Path) -> None:
+    metrics = read_metrics(results / "synthetic" / "metrics.json")
+    pkey = _main_problem(metrics)
+    final = metrics[pkey]["final_regret"]
+    grid = {}
+    for label, value in final.items():
+        m = re.fullmatch(r"opo_eta([0-9.e+-]+)_gamma([0-9.e+-]+)", label)
+        if m:
+            grid[(float(m.group(1)), float(m.group(2)))] = value
+    etas = sorted({e for e, _ in grid})
+    gammas = sorted({g for _, g in grid})
+    Z = np.array([[grid.get((e, g), np.nan) for e in etas] for g in gammas])
+    fig, axes = new_figure(width=5.0, height=3.6)
+    ax = axes[0, 0]
+    ax.grid(False)
+    im = ax.imshow(Z, origin="lower", cmap="viridis_r", aspect="auto")
+    ax.set_xticks(range(len(etas)), [f"{e:g}" for e in etas])
+    ax.set_yticks(range(len(gammas)), [f"{g:g}" for g in gammas])
+    ax.set_xlabel(r"$\eta$")
+    ax.set_ylabel(r"$\gamma$ (0 = no bonus)")
+    for i in range(Z.shape[0]):
+        for j in range(Z.shape[1]):
+            if np.isfinite(Z[i, j]):
+                ax.text(j, i, f"{Z[i, j]:.1f}", ha="center", va="center", fontsize=7,
+                        color="w" if Z[i, j] > np.nanmedian(Z) else "k")
+    fig.colorbar(im, ax=ax, label=f"final regret R({metrics['K']})")
+    ax.set_title(f"OPO-CMAB hyper-parameters, {pkey.replace('_', ', ')}")
+    save_figure(fig, out / "hyperparameter_heatmap.png")
+
+
+def _pv_curves(results: Path, out: Path) -> None:
+    metrics = read_metrics(results / "streams" / "metrics.json")
+    curves = read_arrays(results / "streams" / "curves.npz")
+    names = list(metrics["streams"])
+    ncols = min(4, len(names))
+    nrows = math.ceil(len(names) / ncols)
+    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=3.2, height=2.6)
+    for i, ax in enumerate(axes.ravel()):
+        if i >= len(names):
+            ax.set_visible(False)
+            continue
+        name = names[i]
+        for fam in ("opo", "squarecb", "eps_greedy", "uniform", "supervised"):
+            pv = curves[f"{name}__{fam}"]
+            t = np.arange(1, pv.size + 1)
+            ax.plot(t, pv, color=COLORS[fam], linestyle="--" if fam == "supervised" else "-",
+                    label=LABELS[fam])
+        ax.set_title(f"{name} (A = {metrics['streams'][name]['n_actions']})")
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("round")
+        if i % ncols == 0:
+            ax.set_ylabel("PV loss")
+    axes[0, 0].legend(fontsize=6)
+    save_figure(fig, out / "pv_curves.png")
+
+
+def _pv_table(results: Path, out: Path) -> None:
+    metrics = read_metrics(results / "streams" / "metrics.json")
+    rows = []
+    for name, d in metrics["streams"].items():
+        row = {"stream": name, "n": d["n"], "supervised_pv": d["pv"]["supervised"]}
+        row.update({f"{fam}_minus_supervised": d["pv_minus_supervised"][fam]
+                    for fam in ("opo", "squarecb", "eps_greedy", "uniform")})
+        row.update({"opo_tuned": d["tuned"]["opo"], "squarecb_tuned": d["tuned"]["squarecb"]})
+        rows.append(row)
+    _write_csv(pd.DataFrame(rows), out / "pv_table.csv")
+
+
+def _significance(results: Path, out: Path) -> None:
+    metrics = read_metrics(results / "streams" / "metrics.json")
+    rows = []
+    for name, d in metrics["streams"].items():
+        for pair, win in d["wins"].items():
+            a, b = pair.split("_vs_")
+            rows.append({"stream": name, "a": a, "b": b, "pv_a": d["pv"][a], "pv_b": d["pv"][b],
+                         "pval": d["pval"][pair], "a_wins": win})
+    frame = pd.DataFrame(rows)
+    total = frame.groupby("a")["a_wins"].sum().rename("wins_total").reset_index()
+    _write_csv(frame.merge(total, on="a"), out / "significance.csv")
+
+
+def _timing(results: Path, out: Path) -> None:
+    timings = read_metrics(results / "streams" / "timings.json")["rounds_per_second"]
+    rows = [{"stream": name, "configuration": lab, "rounds_per_second": rps}
+            for name, d in timings.items() for lab, rps in d.items()]
+    _write_csv(pd.DataFrame(rows), out / "timing.csv")
+
+
+def _performance_table(results: Path, out: Path) -> None:
+    t = read_metrics(results / "performance" / "timings.json")
+    m = read_metrics(results / "performance" / "metrics.json")["performance"]
+    prov = read_metrics(results / "performance" / "provenance.json")
+    hw = prov.get("hardware", {})
+    s = m["stream"]
+    Ks = m["synthetic_K"]
+    per_k = " ; ".join("K = {}: {:.3g} s".format(k, t[f"synthetic_opo_K{k}_seconds"]) for k in Ks)
+    lines = [f"**Rounds per second on the {s} stream ({m['rounds']} rounds, same shuffle, one process, one thread)**",
+             "", "| algorithm | implementation | rounds/s | final PV |", "|---|---|---|---|",
+             f"| OPO-CMAB | numba replay, O(t A) per round | {t[f'{s}_opo_rounds_per_second']:.4g} | "
+             f"{m['opo_final_pv']:.4f} |",
+             f"| SquareCB | ours (numpy), O(A d^2) per round | {t[f'{s}_squarecb_rounds_per_second']:.4g} | "
+             f"{m['squarecb_final_pv']:.4f} |", "",
+             f"Ratio SquareCB / OPO rounds per second: **{t['ratio_squarecb_over_opo_rounds_per_second']:.3g}**. "
+             f"Vowpal Wabbit: {t['vowpalwabbit']}.", "",
+             f"OPO on the synthetic class: {per_k}"
+             f" (time ratio {t['synthetic_time_ratio']:.3g} for a {Ks[-1] / Ks[0]:g}x longer horizon; the replay is "
+             f"O(K^2 A), so the ratio tends to {(Ks[-1] / Ks[0]) ** 2:g} as the replay dominates).", "",
+             f"Hardware: {hw.get('cpu', 'unknown')}, {hw.get('cores', '?')} cores (shared), Python "
+             f"{hw.get('python', '?')}; wall times, median of {m['repeats']} run(s)."]
+    atomic_write_text(out / "performance_table.md", "\n".join(lines) + "\n")
+
+
+def make_figures(results_dir, out_dir, scale: str) -> None:
+    """Write every figure and table of the spec from ``results_dir`` into ``out_dir``."""
+    results, out = Path(results_dir), Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _regret_curves(results, out)
+    _heatmap(results, out)
+    _pv_curves(results, out)
+    _pv_table(results, out)
+    _significance(results, out)
+    _timing(results, out)
+    _performance_table(results, out)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(make_figures))

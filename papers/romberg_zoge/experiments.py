@@ -1,0 +1,451 @@
+"""Experiments of the romberg_zoge reproduction (spec "Experiments by scale").
+
+``python -m papers.romberg_zoge.experiments NAME --config papers/romberg_zoge/config.yaml --scale quick --out DIR``
+with NAME one of ``estimator`` (weights table, Z1-Z4), ``exponential`` (Z5), ``ris`` (Z6), ``prompt`` (Z7)
+and ``performance``. Each function takes the params of its config block and returns (tidy rows, metrics);
+traces for the figures are written next to them as ``.npz`` files. Wall times go to ``timings.json`` and
+provenance.json only, so that ``metrics.json`` is byte-identical across runs.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from shared import seeding
+from shared.experiment import RunContext, main
+from shared.oracles.zeroth_order import as_batched, perturbation_directions, with_additive_noise
+from shared.provenance import hardware
+from shared.results import mean_and_se, write_arrays, write_metrics
+
+from papers.romberg_zoge.estimator import (gaussian_smoothing_fixed_point, kernel_zoge, noise_amplification,
+                                           residual_constant, romberg_directional, romberg_weights,
+                                           romberg_weights_exact, romberg_zoge)
+from papers.romberg_zoge.optim import zo_sgd
+from papers.romberg_zoge.problems import (ExponentialSeparable, LogisticTest, MinibatchLoss, PromptTuning, RISProblem,
+                                          fit_frozen_model, load_frozen_model, power_sum, power_sum_gradient)
+
+__all__ = ["EXPERIMENTS", "estimator", "exponential", "ris", "prompt", "performance", "loglog_slope"]
+
+
+def loglog_slope(x, y) -> float:
+    """Least-squares slope of ``log y`` against ``log x``."""
+    return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
+
+
+def _row(method, seed, step, metric, value, **extra):
+    return {"method": method, "seed": seed, "step": step, "metric": metric, "value": float(value), **extra}
+
+
+# ------------------------------------------------------------------------------------------------ estimator
+def _weights_table(levels):
+    out = {}
+    for R in levels:
+        w = romberg_weights(R)
+        out[f"R{R}"] = {"weights": w.tolist(), "weights_exact": [str(v) for v in romberg_weights_exact(R)],
+                        "sum_abs": float(np.abs(w).sum()), "kappa": noise_amplification(R),
+                        "rho": residual_constant(R), "evaluations_per_direction": 2 * (R + 1)}
+    return out
+
+
+def _bias_orders(params, rows):
+    """Z1: mean_u ||ghat_R - (u^T g) u|| on the logistic function at x0, 256 fixed directions."""
+    f = LogisticTest()
+    g = f.gradient(f.x0)
+    U = np.random.default_rng(int(params["direction_seed"])).standard_normal((int(params["n_directions"]), f.dim))
+    radii = [float(r) for r in params["radii"]]
+    target = (U @ g)[:, None] * U
+    residual, slopes = {}, {}
+    for R in params["levels"]:
+        res = []
+        for r in radii:
+            est = romberg_zoge(f, f.x0, U, r, R, average=False)
+            res.append(float(np.linalg.norm(est - target, axis=1).mean()))
+            rows.append(_row(f"R{R}", 0, 0, "bias_residual", res[-1], radius=r))
+        residual[f"R{R}"] = res
+        slopes[f"R{R}"] = loglog_slope(radii, res)
+    margins = [slopes[f"R{R}"] - (2 * R + 2) for R in params["claim_levels"]]
+    return {"radii": radii, "residual": residual, "slope": slopes, "slope_margin_min": float(min(margins))}
+
+
+def _exactness(params):
+    """Z2: pathwise cancellation on sum x^4 and sum x^6 (closed forms of the residual)."""
+    rng = np.random.default_rng(int(params["seed"]))
+    n, d = int(params["n_draws"]), int(params["dim"])
+    quartic, sextic = power_sum(4), power_sum(6)
+    worst = {"quartic_R0_closed_form": 0.0, "quartic_R1plus": 0.0, "sextic_R1_closed_form": 0.0, "sextic_R2": 0.0}
+    for _ in range(n):
+        x, u = rng.standard_normal(d), rng.standard_normal((1, d))
+        r = float(rng.uniform(params["r_min"], 1.0))
+        for p, f in ((4, quartic), (6, sextic)):
+            g = power_sum_gradient(x, p)
+            target = (u[0] @ g) * u[0]
+            scale = float(np.linalg.norm(g) * (u[0] @ u[0]))
+            for R in (0, 1, 2, 3):
+                resid = romberg_zoge(f, x, u, r, R) - target
+                if p == 4 and R == 0:
+                    pred = 4 * r ** 2 * float(np.sum(x * u[0] ** 3)) * u[0]
+                    err = np.linalg.norm(resid - pred) / np.linalg.norm(pred)
+                    worst["quartic_R0_closed_form"] = max(worst["quartic_R0_closed_form"], float(err))
+                elif p == 4:
+                    worst["quartic_R1plus"] = max(worst["quartic_R1plus"], float(np.linalg.norm(resid) / scale))
+                elif R == 1:
+                    pred = -1.5 * r ** 4 * float(np.sum(x * u[0] ** 5)) * u[0]
+                    err = np.linalg.norm(resid - pred) / np.linalg.norm(pred)
+                    worst["sextic_R1_closed_form"] = max(worst["sextic_R1_closed_form"], float(err))
+                elif R == 2:
+                    worst["sextic_R2"] = max(worst["sextic_R2"], float(np.linalg.norm(resid) / scale))
+    return worst
+
+
+def _variance(params, rows):
+    """Z3: E||ghat - g||^2 / ((d+1)||g||^2) at small r, Gaussian, sphere and kernel directions."""
+    f = LogisticTest()
+    g = f.gradient(f.x0)
+    d, n, r = f.dim, int(params["n_directions"]), float(params["radius"])
+    rng = np.random.default_rng(int(params["seed"]))
+    G = rng.standard_normal((n, d))
+    unit = G / np.linalg.norm(G, axis=1, keepdims=True)
+    zetas = rng.uniform(-1.0, 1.0, n)
+    norm = (d + 1) * float(g @ g)
+    out = {"ratio": {}, "ratio_se": {}, "theory": {}}
+
+    def record(key, est, theory):
+        sq = ((est - g) ** 2).sum(axis=1) / norm
+        m, se = mean_and_se(sq)
+        out["ratio"][key], out["ratio_se"][key], out["theory"][key] = m, se, theory
+        rows.append(_row(key, 0, 0, "variance_ratio", m))
+
+    for R in params["levels"]:
+        record(f"gaussian_R{R}", romberg_zoge(f, f.x0, G, r, R, average=False), 1.0)
+        record(f"sphere_R{R}", romberg_zoge(f, f.x0, math.sqrt(d) * unit, r, R, average=False), (d - 1) / (d + 1))
+    record("kernel", kernel_zoge(f, f.x0, unit, zetas, r, average=False), (6.25 * d - 1) / (d + 1))
+    gaussian = [out["ratio"][f"gaussian_R{R}"] for R in params["claim_levels"]]
+    out["gaussian_max_abs_dev"] = float(max(abs(v - 1.0) for v in gaussian))
+    return out
+
+
+def _noise(params, rows):
+    """Z4: variance of the noise part of sum_k w_k D(h_k) against sigma^2 kappa_R / (2 r^2)."""
+    f = LogisticTest()
+    sigma, r, n = float(params["sigma"]), float(params["radius"]), int(params["n_draws"])
+    u = perturbation_directions([int(params["direction_seed"])], f.dim)
+    U = np.repeat(u, n, axis=0)  # one direction, n independent noisy estimates in one batched call
+    out = {"empirical": {}, "predicted": {}, "ratio": {}}
+    for R in params["levels"]:
+        noisy = with_additive_noise(f, sigma, seeding.generator(int(params["seed"]), f"R{R}"))
+        s = romberg_directional(noisy, f.x0, U, r, R)
+        emp, pred = float(np.var(s, ddof=1)), sigma ** 2 * noise_amplification(R) / (2 * r ** 2)
+        out["empirical"][f"R{R}"], out["predicted"][f"R{R}"] = emp, pred
+        out["ratio"][f"R{R}"] = emp / pred
+        rows.append(_row(f"R{R}", 0, 0, "noise_variance_ratio", emp / pred))
+    out["max_rel_dev"] = float(max(abs(out["ratio"][f"R{R}"] - 1.0) for R in params["claim_levels"]))
+    out["ratio_se"] = math.sqrt(2.0 / (n - 1))
+    return out
+
+
+def estimator(params: dict, ctx: RunContext):
+    """Weights table (R = 0..3), Z1 bias orders, Z2 exactness, Z3 variance ratios, Z4 noise amplification."""
+    rows = []
+    metrics = {"weights": _weights_table(params["table_levels"])}
+    metrics["bias"] = _bias_orders(params["bias"], rows)
+    ctx.log(f"Z1 slopes {metrics['bias']['slope']}")
+    metrics["exactness"] = _exactness(params["exactness"])
+    metrics["variance"] = _variance(params["variance"], rows)
+    ctx.log(f"Z3 ratios {metrics['variance']['ratio']}")
+    metrics["noise"] = _noise(params["noise"], rows)
+    ctx.log(f"Z4 ratios {metrics['noise']['ratio']}")
+    return rows, metrics
+
+
+# ---------------------------------------------------------------------------------------------- exponential
+def exponential(params: dict, ctx: RunContext):
+    """Z5: ZO-SGD on the separable exponential at fixed evaluation budgets; offsets xbar - c per method
+    against the analytic fixed point -log(sum_k w_k exp(h_k^2/2)). A diverged run is recorded as such."""
+    f = ExponentialSeparable(int(params["dim"]))
+    T, r, every = int(params["iterations"]), float(params["radius"]), int(params["record_every"])
+    seeds = list(params["seeds"])
+    rows, metrics, arrays = [], {}, {}
+    for spec in params["methods"]:
+        name, method, level, Q = spec["name"], spec["method"], int(spec.get("level", 0)), int(spec["Q"])
+        offsets, norms, traces, diverged = [], [], [], None
+        for s in seeds:
+            try:
+                out = zo_sgd(f, np.zeros(f.dim), method=method, level=level, radius=r, evals_per_step=Q,
+                             iterations=T, lr=float(params["lr"]), lr_t0=float(params["lr_t0"]),
+                             lr_power=float(params["lr_power"]), seed=seeding.generator(ctx.seed, name, str(s)),
+                             record_every=every)
+            except FloatingPointError as exc:
+                diverged = str(exc).split(":")[0]
+                ctx.log(f"{name} seed {s} diverged: {diverged}")
+                rows.append(_row(name, s, T, "offset_mean", np.nan))
+                break
+            off = out["x_avg"] - f.c
+            offsets.append(float(off.mean()))
+            norms.append(float(np.linalg.norm(off)))
+            traces.append((out["iterates"] - f.c).mean(axis=1))
+            rows.append(_row(name, s, T, "offset_mean", offsets[-1]))
+            rows.append(_row(name, s, T, "offset_norm", norms[-1]))
+        entry = {"method": method, "level": level, "Q": Q, "B": None}
+        analytic = (gaussian_smoothing_fixed_point(r, 0 if method == "two_point" else level)
+                    if method in ("two_point", "romberg") else None)
+        if diverged:
+            entry.update(diverged=True, diverged_at=diverged)
+        else:
+            m, se = mean_and_se(offsets)
+            nm, nse = mean_and_se(norms)
+            entry.update(diverged=False, offset_mean=m, offset_se=se, offset_norm=nm, offset_norm_se=nse)
+            if analytic is not None:
+                entry.update(analytic=analytic, error_vs_analytic=m - analytic)
+            arrays[f"{name}__offset"] = np.mean(traces, axis=0)
+            arrays[f"{name}__steps"] = out["record_steps"]
+        entry["B"] = {"two_point": Q // 2, "kernel": Q // 2, "romberg": Q // (2 * (level + 1)),
+                      "forward_romberg": (Q - 1) // (level + 1)}[method]
+        if analytic is not None:
+            entry["analytic"] = analytic
+        metrics[name] = entry
+        ctx.log(f"{name}: {entry.get('offset_mean', 'diverged')}")
+    base, cmp_ = params["ratio_pair"]
+    if not metrics[base].get("diverged") and not metrics[cmp_].get("diverged"):
+        metrics["norm_ratio"] = metrics[cmp_]["offset_norm"] / metrics[base]["offset_norm"]
+    write_arrays(ctx.out_dir / "traces.npz", **arrays)
+    return rows, {"z5": metrics}
+
+
+# ------------------------------------------------------------------------------------------------------ RIS
+def _quartiles(values):
+    q = np.percentile(values, [25, 50, 75])
+    return {"q25": float(q[0]), "median": float(q[1]), "q75": float(q[2])}
+
+
+def ris(params: dict, ctx: RunContext):
+    """Z6: ZO-SGD on the practical RIS model, exact and noisy-pilot oracles; relative rate gap
+    (rate* - rate(theta_T))/rate* with rate* from 5-start L-BFGS-B. Channel seed offset + s, run seed s."""
+    n, T, Q, lr = int(params["n_elements"]), int(params["iterations"]), int(params["Q"]), float(params["lr"])
+    seeds, radii = list(params["seeds"]), [float(r) for r in params["radii"]]
+    problems, refs = {}, {}
+    for s in seeds:
+        problems[s] = RISProblem.from_seed(n, int(params["channel_seed_offset"]) + s, phase_model=params["phase_model"])
+        refs[s] = problems[s].reference_optimum(starts=int(params["reference_starts"]))[1]
+    ctx.log(f"reference optima for {len(seeds)} channels")
+    rows, gaps = [], {}
+    for oracle, pilots in params["oracles"].items():
+        for spec in params["methods"]:
+            name, method, level = spec["name"], spec["method"], int(spec.get("level", 0))
+            for r in radii:
+                last, avg = [], []
+                for s in seeds:
+                    P = RISProblem(problems[s].h_direct, problems[s].cascaded, phase_model=params["phase_model"],
+                                   pilots=int(pilots))
+                    g_theta, g_dir, g_noise = seeding.spawn(s, 3)
+                    theta0 = g_theta.uniform(0.0, 2 * math.pi, n)
+                    f = (lambda X, P=P, g=g_noise: P.objective(X, rng=g)) if pilots else P.objective
+                    out = zo_sgd(f, theta0, method=method, level=level, radius=r, evals_per_step=Q, iterations=T,
+                                 lr=lr, lr_t0=float(params["lr_t0"]), lr_power=float(params["lr_power"]), seed=g_dir)
+                    last.append((refs[s] - P.rate(out["x_last"])) / refs[s])
+                    avg.append((refs[s] - P.rate(out["x_avg"])) / refs[s])
+                    rows.append(_row(name, s, T, "rel_gap_last", last[-1], oracle=oracle, radius=r))
+                    rows.append(_row(name, s, T, "rel_gap_avg", avg[-1], oracle=oracle, radius=r))
+                key = f"r{r:g}"
+                gaps.setdefault(oracle, {}).setdefault(name, {})[key] = {
+                    "last": _quartiles(last), "avg": _quartiles(avg)}
+            by_r = gaps[oracle][name]
+            best = min(by_r, key=lambda k: by_r[k]["last"]["median"])
+            by_r["best"] = {"radius": best, "median": by_r[best]["last"]["median"]}
+            ctx.log(f"{oracle} {name}: best {best} median gap {by_r[best]['last']['median']:.4%}")
+    summary = {}
+    for oracle in gaps:
+        b2, bR = gaps[oracle]["two_point"]["best"]["median"], gaps[oracle]["romberg_R1"]["best"]["median"]
+        summary[oracle] = {"best_ratio_R1_over_2pt": bR / b2}
+        large = f"r{max(radii):g}"
+        summary[oracle]["largest_r_ratio_R1_over_2pt"] = (gaps[oracle]["romberg_R1"][large]["last"]["median"]
+                                                          / gaps[oracle]["two_point"][large]["last"]["median"])
+    metrics = {"gap": gaps, "summary": summary, "reference_rate": {str(s): refs[s] for s in seeds},
+               "radii": radii}
+    return rows, metrics
+
+
+# --------------------------------------------------------------------------------------------------- prompt
+def _frozen_weights(params, ctx):
+    path = Path(params.get("frozen_model", ""))
+    if path.is_file():
+        return load_frozen_model(path)
+    ctx.log(f"{path} not found: fitting the frozen model in this run")
+    return fit_frozen_model(int(params.get("frozen_max_iter", 120)))
+
+
+def prompt(params: dict, ctx: RunContext):
+    """Z7: prompt tuning of the frozen digits MLP (CRN minibatches), two-point vs Romberg R = 1 per radius;
+    target-test accuracy of theta_T (and of the iterate average) and accuracy against evaluations."""
+    problem = PromptTuning(_frozen_weights(params, ctx), prompt_dim=int(params["prompt_dim"]),
+                           dtype=np.dtype(params.get("dtype", "float32")))
+    T, Q, every = int(params["iterations"]), int(params["Q"]), int(params["record_every"])
+    seeds, radii = list(params["seeds"]), [float(r) for r in params["radii"]]
+    z0 = np.zeros(problem.dim)
+    rows, acc, arrays = [], {}, {}
+    base_acc = float(problem.accuracy(z0)[0])
+    for spec in params["methods"]:
+        name, method, level = spec["name"], spec["method"], int(spec.get("level", 0))
+        for r in radii:
+            last, avg, curves = [], [], []
+            for s in seeds:
+                g_batch, g_dir = seeding.spawn(s, 2)
+                f = MinibatchLoss(problem, int(params["batch_size"]), g_batch)
+                out = zo_sgd(f, z0, method=method, level=level, radius=r, evals_per_step=Q, iterations=T,
+                             lr=float(params["lr"]), lr_t0=float(params["lr_t0"]), lr_power=float(params["lr_power"]),
+                             seed=g_dir, record_every=every)
+                curves.append(problem.accuracy(out["iterates"]))
+                last.append(100 * float(problem.accuracy(out["x_last"])[0]))
+                avg.append(100 * float(problem.accuracy(out["x_avg"])[0]))
+                rows.append(_row(name, s, T, "test_accuracy_last", last[-1], radius=r))
+                rows.append(_row(name, s, T, "test_accuracy_avg", avg[-1], radius=r))
+            key = f"r{r:g}"
+            m, se = mean_and_se(last)
+            ma, sea = mean_and_se(avg)
+            acc.setdefault(name, {})[key] = {"last": m, "last_se": se, "avg": ma, "avg_se": sea}
+            arrays[f"{name}__{key}__accuracy"] = 100 * np.mean(curves, axis=0)
+            arrays["evaluations"] = out["record_steps"] * Q
+            ctx.log(f"{name} r={r:g}: test accuracy {m:.1f} (avg iterate {ma:.1f})")
+        best = max((k for k in acc[name]), key=lambda k: acc[name][k]["last"])
+        acc[name]["best"] = {"radius": best, "accuracy": acc[name][best]["last"]}
+    large = f"r{max(radii):g}"
+    summary = {"largest_r_diff_R1_minus_2pt": acc["romberg_R1"][large]["last"] - acc["two_point"][large]["last"],
+               "largest_r_diff_se": math.hypot(acc["romberg_R1"][large]["last_se"], acc["two_point"][large]["last_se"]),
+               "best_diff_R1_minus_2pt": acc["romberg_R1"]["best"]["accuracy"] - acc["two_point"]["best"]["accuracy"]}
+    write_arrays(ctx.out_dir / "curves.npz", **arrays)
+    return rows, {"accuracy": acc, "summary": summary, "baseline_accuracy_z0": 100 * base_acc,
+                  "train_size": int(problem.y_train.size), "test_size": int(problem.y_test.size)}
+
+
+# ---------------------------------------------------------------------------------------------- performance
+def _median_time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _cma_run(objective, x0, sigma0, budget, seed, popsize=None):
+    """CMA-ES (package ``cma``) with ``budget`` evaluations; the population goes to ``objective`` in one
+    batched call per generation. Returns (best x, evaluations used)."""
+    import cma
+
+    opts = {"seed": int(seed), "maxfevals": int(budget), "verbose": -9, "verb_log": 0, "verb_disp": 0}
+    if popsize:
+        opts["popsize"] = int(popsize)
+    es = cma.CMAEvolutionStrategy(np.asarray(x0, float), float(sigma0), opts)
+    used = 0
+    while not es.stop() and used < budget:
+        pop = es.ask()
+        k = min(len(pop), budget - used)
+        values = objective(np.array(pop[:k]))
+        used += k
+        if k < len(pop):
+            break
+        es.tell(pop, values.tolist())
+    return np.asarray(es.result.xbest if es.result.xbest is not None else es.mean), used
+
+
+def performance(params: dict, ctx: RunContext):
+    """Side by side on the logistic function (d = 20): numdifftools.Gradient, scipy approx_fprime and
+    Romberg-ZOGE at numdifftools' evaluation count (evaluations, error, median wall time of ``repeats``);
+    batched against looped evaluation of Romberg-ZOGE; CMA-ES against ZO-SGD at equal budgets on RIS and
+    prompt tuning. Deterministic numbers go to metrics.json, times to timings.json."""
+    import cma  # noqa: F401  (imported here so that its import time is not counted in the CMA-ES timing)
+    import numdifftools as nd
+    from scipy.optimize import approx_fprime
+
+    repeats = int(params["repeats"])
+    f = LogisticTest()
+    g = f.gradient(f.x0)
+    count = {"n": 0}
+
+    def counted(x):
+        count["n"] += 1
+        return f.single(x)
+
+    rel = lambda est: float(np.linalg.norm(est - g) / np.linalg.norm(g))  # noqa: E731
+    grad_nd = nd.Gradient(counted)
+    count["n"] = 0
+    est_nd = grad_nd(f.x0)
+    evals_nd = count["n"]
+    count["n"] = 0
+    est_af = approx_fprime(f.x0, counted, math.sqrt(np.finfo(float).eps))
+    evals_af = count["n"]
+    level, r = int(params["level"]), float(params["radius"])
+    n_dirs = max(1, evals_nd // (2 * (level + 1)))
+    U = np.random.default_rng(int(params["direction_seed"])).standard_normal((n_dirs, f.dim))
+    est_rz = romberg_zoge(f, f.x0, U, r, level)
+    est_2p = romberg_zoge(f, f.x0, np.random.default_rng(int(params["direction_seed"])).standard_normal(
+        (evals_nd // 2, f.dim)), r, 0)
+    looped = as_batched(f.single)
+    metrics = {"gradient": {
+        "numdifftools": {"evaluations": evals_nd, "rel_error": rel(est_nd)},
+        "approx_fprime": {"evaluations": evals_af, "rel_error": rel(est_af)},
+        f"romberg_R{level}": {"evaluations": 2 * (level + 1) * n_dirs, "directions": n_dirs, "rel_error": rel(est_rz),
+                              "rel_error_theory": math.sqrt((f.dim + 1) / n_dirs)},
+        "two_point": {"evaluations": 2 * (evals_nd // 2), "directions": evals_nd // 2, "rel_error": rel(est_2p)}}}
+    timings = {"hardware": hardware(), "gradient": {
+        "numdifftools": _median_time(lambda: grad_nd(f.x0), repeats),
+        "approx_fprime": _median_time(lambda: approx_fprime(f.x0, f.single, 1.5e-8), repeats),
+        f"romberg_R{level}": _median_time(lambda: romberg_zoge(f, f.x0, U, r, level), repeats),
+        f"romberg_R{level}_looped": _median_time(lambda: romberg_zoge(looped, f.x0, U, r, level), repeats)}}
+    tg = timings["gradient"]
+    timings["ratios"] = {"numdifftools_over_romberg": tg["numdifftools"] / tg[f"romberg_R{level}"],
+                         "approx_fprime_over_romberg": tg["approx_fprime"] / tg[f"romberg_R{level}"],
+                         "looped_over_batched": tg[f"romberg_R{level}_looped"] / tg[f"romberg_R{level}"]}
+    ctx.log(f"gradient: {metrics['gradient']}")
+
+    # CMA-ES against ZO-SGD (Romberg R = 1) at the same evaluation budget.
+    ris_p = params["ris"]
+    P = RISProblem.from_seed(int(ris_p["n_elements"]), int(ris_p["channel_seed"]), phase_model="practical")
+    rate_ref = P.reference_optimum()[1]
+    theta0 = np.random.default_rng(int(ris_p["seed"])).uniform(0, 2 * math.pi, P.n)
+    budget = int(ris_p["Q"]) * int(ris_p["iterations"])
+    start = time.perf_counter()
+    out = zo_sgd(P.objective, theta0, method="romberg", level=1, radius=float(ris_p["radius"]),
+                 evals_per_step=int(ris_p["Q"]), iterations=int(ris_p["iterations"]), lr=float(ris_p["lr"]),
+                 seed=int(ris_p["seed"]))
+    t_zo = time.perf_counter() - start
+    start = time.perf_counter()
+    x_cma, used = _cma_run(P.objective, theta0, float(ris_p["cma_sigma0"]), budget, int(ris_p["seed"]) + 1)
+    t_cma = time.perf_counter() - start
+    metrics["ris"] = {"budget": budget, "romberg_R1_rel_gap": (rate_ref - P.rate(out["x_last"])) / rate_ref,
+                      "cma_rel_gap": (rate_ref - P.rate(x_cma)) / rate_ref, "cma_evaluations": used}
+    timings["ris"] = {"romberg_R1": t_zo, "cma": t_cma, "cma_over_romberg": t_cma / t_zo}
+
+    pr = params["prompt"]
+    problem = PromptTuning(_frozen_weights(pr, ctx), prompt_dim=int(pr["prompt_dim"]))
+    budget = int(pr["Q"]) * int(pr["iterations"])
+    z0 = np.zeros(problem.dim)
+    g_batch, g_dir = seeding.spawn(int(pr["seed"]), 2)
+    start = time.perf_counter()
+    out = zo_sgd(MinibatchLoss(problem, int(pr["batch_size"]), g_batch), z0, method="romberg", level=1,
+                 radius=float(pr["radius"]), evals_per_step=int(pr["Q"]), iterations=int(pr["iterations"]),
+                 lr=float(pr["lr"]), seed=g_dir)
+    t_zo = time.perf_counter() - start
+    g_batch_cma = seeding.spawn(int(pr["seed"]), 3)[2]
+    start = time.perf_counter()
+    x_cma, used = _cma_run(MinibatchLoss(problem, int(pr["batch_size"]), g_batch_cma), z0,
+                           float(pr["cma_sigma0"]), budget, int(pr["seed"]) + 1)
+    t_cma = time.perf_counter() - start
+    metrics["prompt"] = {"budget": budget, "romberg_R1_accuracy": 100 * float(problem.accuracy(out["x_last"])[0]),
+                         "cma_accuracy": 100 * float(problem.accuracy(x_cma)[0]), "cma_evaluations": used}
+    timings["prompt"] = {"romberg_R1": t_zo, "cma": t_cma, "cma_over_romberg": t_cma / t_zo}
+    metrics["repeats"] = repeats
+    write_metrics(timings, ctx.out_dir / "timings.json")
+    ctx.record(timings=timings)
+    rows = [_row(m, 0, 0, "rel_error", v["rel_error"]) for m, v in metrics["gradient"].items()]
+    return rows, {"performance": metrics}
+
+
+EXPERIMENTS = {"estimator": estimator, "exponential": exponential, "ris": ris, "prompt": prompt,
+               "performance": performance}
+
+if __name__ == "__main__":
+    main(EXPERIMENTS)

@@ -1,0 +1,137 @@
+"""Figures and tables of the sacopt reproduction, drawn from saved results (never recomputed).
+
+``python -m papers.sacopt.plots --results results/quick/sacopt --out figures/quick/sacopt --scale quick``.
+Every number from the scripted stand-ins is labelled "SCRIPTED STAND-IN (not an LLM)".
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from shared.lm.backends import SCRIPTED_LABEL
+from shared.plotting import main, method_colors, new_figure, save_figure
+from shared.results import atomic_write_text, read_arrays, read_metrics
+
+__all__ = ["make_figures"]
+
+PIPELINES = ("forward-only", "standard", "sacopt-prompt", "sacopt-math")
+COLORS = method_colors(PIPELINES)
+
+
+def _residual(results: Path, out: Path) -> None:
+    arr = read_arrays(results / "mechanism" / "residual.npz")
+    m = read_metrics(results / "mechanism" / "metrics.json")
+    t = np.arange(arr["measured"].size)
+    fig, axes = new_figure(width=4.6, height=3.4)
+    ax = axes[0, 0]
+    ax.plot(t, arr["theory"], color="0.3", label=f"q(1-p)^t, q={m['q']}, p={m['p']}")
+    ax.plot(t, arr["measured"], "o", color=COLORS["sacopt-prompt"], label="measured (pooled seeds)")
+    ax.set_xlabel("backward iteration t")
+    ax.set_ylabel("faulty-constraint fraction")
+    ax.set_title(SCRIPTED_LABEL, fontsize=8)
+    ax.legend(fontsize=7)
+    save_figure(fig, out / "residual_vs_iter.png")
+
+
+def _wrong_rate(results: Path, out: Path) -> None:
+    m = read_metrics(results / "mechanism" / "metrics.json")
+    fig, axes = new_figure(width=5.2, height=3.4)
+    ax = axes[0, 0]
+    kinds = ("wrong", "infeasible", "crash")
+    width = 0.2
+    for k, pipe in enumerate(PIPELINES):
+        vals = [m["rates"][pipe][kd] for kd in kinds]
+        ax.bar(np.arange(len(kinds)) + (k - 1.5) * width, vals, width, color=COLORS[pipe], label=pipe)
+    ax.set_xticks(np.arange(len(kinds)), ["wrong answer", "infeasible/unbounded", "crash"])
+    ax.set_ylabel(f"rate over {m['n_problems']} generated problems")
+    ax.set_title(f"{SCRIPTED_LABEL}; q={m['q']}, q_crash={m['q_crash']}, p={m['p']}", fontsize=7)
+    ax.legend(fontsize=7)
+    save_figure(fig, out / "wrong_rate.png")
+
+
+def _cosine(results: Path, out: Path) -> None:
+    arr = read_arrays(results / "embedding" / "cosines.npz")
+    m = read_metrics(results / "embedding" / "metrics.json")
+    fig, axes = new_figure(width=4.6, height=3.4)
+    ax = axes[0, 0]
+    bins = np.linspace(min(0.3, float(arr["fault"].min())), 1.0, 36)
+    ax.hist(arr["consistent"], bins=bins, alpha=0.6, label="consistent pairs", color="tab:green")
+    ax.hist(arr["fault"], bins=bins, alpha=0.6, label="silent-fault pairs", color="tab:red")
+    ax.axvline(m["threshold"], color="k", linestyle="--", label=f"threshold {m['threshold']}")
+    ax.set_xlabel("MiniLM cosine(anchor, back-translation)")
+    ax.set_title("back-translations: template renderings of the stand-in (not an LLM)", fontsize=7)
+    ax.set_ylabel("pairs")
+    ax.legend(fontsize=7)
+    save_figure(fig, out / "cosine_hist.png")
+
+
+def _fmt(v, spec=".3g"):
+    return "n/a" if v is None else format(v, spec) if isinstance(v, float) else str(v)
+
+
+def _datasets(results: Path, out: Path) -> None:
+    d = read_metrics(results / "data" / "metrics.json")["datasets"]
+    llm = read_metrics(results / "llm" / "metrics.json")
+    lines = ["# Benchmarks: items, answer types and accuracy per pipeline", "",
+             "| dataset | items | loaded | 'No Best Solution' | integer answers | asks rounding |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for name, s in d.items():
+        if "skipped" in s:
+            lines.append(f"| {name} | skipped: {s['skipped']} | | | | |")
+            continue
+        lines.append(f"| {name} | {s['n_items']} | {s['n_loaded']} | {s['n_no_best']} | {s['n_integer_answer']} | "
+                     f"{s['n_asks_rounding']} |")
+    lines += ["", f"LLM backend: {llm['llm_backend']}.", ""]
+    if llm["llm_backend"] == "none":
+        lines.append("Accuracy: not evaluated: no LLM backend (set REPRO_LLM_BACKEND=openai or replay).")
+    else:
+        lines += ["| dataset | " + " | ".join(PIPELINES) + " | SAC-Opt - forward (points) |",
+                  "|---|" + "---:|" * (len(PIPELINES) + 1)]
+        for name, acc in llm["accuracy"].items():
+            lines.append(f"| {name} | " + " | ".join(_fmt(acc[p]) for p in PIPELINES) + f" | {_fmt(llm['diff'][name])} |")
+    atomic_write_text(out / "datasets.md", "\n".join(lines) + "\n")
+
+
+def _cost(results: Path, out: Path) -> None:
+    m = read_metrics(results / "mechanism" / "metrics.json")
+    lines = [f"# Cost per problem ({SCRIPTED_LABEL}; calls and whitespace tokens of the stand-in)", "",
+             "| pipeline | LLM calls | tokens | backward rounds |", "|---|---:|---:|---:|"]
+    for p in PIPELINES:
+        c = m["cost"][p]
+        lines.append(f"| {p} | {c['calls_per_problem']:.2f} | {c['tokens_per_problem']:.0f} | {c['mean_rounds']:.2f} |")
+    atomic_write_text(out / "cost.md", "\n".join(lines) + "\n")
+
+
+def _performance(results: Path, out: Path) -> None:
+    m = read_metrics(results / "perf" / "metrics.json")
+    med = m["solve_median_s"]
+    lines = [f"# Performance (hardware: {m['hardware']}; {m['n_problems']} generated problems)", "",
+             f"Pipelines ({SCRIPTED_LABEL}): SAC-Opt vs forward-only per problem", "",
+             "| quantity | forward-only | SAC-Opt (prompt) | ratio |", "|---|---:|---:|---:|"]
+    for key, ratio in (("calls_per_problem", "calls_ratio"), ("tokens_per_problem", "tokens_ratio"),
+                       ("wall_s_per_problem", "wall_ratio")):
+        lines.append(f"| {key} | {m[key]['forward-only']:.4g} | {m[key]['sacopt-prompt']:.4g} | {m[ratio]:.3g} |")
+    lines += ["", "Solving the gold models (median seconds per model)", "", "| backend | median s | ratio to HiGHS |",
+              "|---|---:|---:|"]
+    for b, v in med.items():
+        lines.append(f"| {b} | {v:.4g} | {v / med['highs']:.3g} |")
+    lines += ["", f"Sandbox (zygote fork + program + CBC) over in-process CBC: {m['sandbox_over_inprocess_cbc']:.3g}. "
+              f"gurobipy available: {m['gurobi_available']}."]
+    atomic_write_text(out / "performance_table.md", "\n".join(lines) + "\n")
+
+
+def make_figures(results_dir, out_dir, scale: str) -> None:
+    """Write every figure/table of the scale from ``results_dir`` into ``out_dir``."""
+    results, out = Path(results_dir), Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _residual(results, out)
+    _wrong_rate(results, out)
+    _cosine(results, out)
+    _datasets(results, out)
+    _cost(results, out)
+    _performance(results, out)
+
+
+if __name__ == "__main__":
+    main(make_figures)

@@ -1,0 +1,221 @@
+"""shared.sandbox: every outcome (ok, error, timeout, memory, killed, forbidden) and that no process is left."""
+import json
+import os
+import socket
+import time
+
+import pytest
+
+from shared.sandbox import STATUSES, Sandbox, SandboxError, SandboxResult, run_code
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with Sandbox(["json", "math"], allow_spawn=["sleep"]) as box:
+        yield box
+
+
+def _gone(pid: int, within_s: float = 5.0) -> bool:
+    """True when ``pid`` no longer runs (a zombie awaiting its parent's wait counts as gone)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                if handle.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_ok_with_entry_value_and_stdout(sandbox):
+    code = "import math\nprint('hello')\ndef solve(xs, scale=1):\n    return {'sum': math.fsum(xs) * scale}\n"
+    result = sandbox.run_code(code, entry="solve", args=[[1, 2, 3.5]], kwargs={"scale": 2})
+    assert isinstance(result, SandboxResult) and result.ok
+    assert result.value == {"sum": 13.0} and result.stdout == "hello\n" and result.returncode == 0
+    assert result.isolation in ("netns+audit", "audit") and result.wall_s > 0 and result.cpu_s >= 0
+
+
+def test_script_reads_files_in_fresh_scratch_directory(sandbox):
+    code = "import json, os\nprint(json.load(open('data.json'))['a'], sorted(os.listdir('.')))\nopen('out.txt', 'w').write('x')"
+    first = sandbox.run_code(code, files={"data.json": json.dumps({"a": 7})})
+    assert first.ok and first.stdout == "7 ['data.json']\n"
+    second = sandbox.run_code("import os; print(sorted(os.listdir('.')))")
+    assert second.stdout == "[]\n"  # nothing survives from the previous call
+
+
+def test_exception_is_error_with_traceback(sandbox):
+    result = sandbox.run_code("def f():\n    return 1 / 0\nf()")
+    assert result.status == "error" and result.error == "ZeroDivisionError: division by zero"
+    assert "Traceback" in result.stderr and "ZeroDivisionError" in result.stderr
+
+
+@pytest.mark.parametrize("code, status, returncode", [
+    ("import sys; sys.exit(0)", "ok", 0), ("import sys; sys.exit(3)", "error", 3),
+    ("raise KeyboardInterrupt", "error", 0)])
+def test_exit_codes(sandbox, code, status, returncode):
+    result = sandbox.run_code(code)
+    assert result.status == status and result.returncode == returncode
+
+
+def test_bad_entry_and_non_json_value(sandbox):
+    assert sandbox.run_code("x = 1", entry="solve").error == "the program defines no function 'solve'"
+    result = sandbox.run_code("def f():\n    return object()", entry="f")
+    assert result.status == "error" and "JSON" in result.error
+
+
+def test_wall_timeout_kills_the_process_group(sandbox):
+    code = "import subprocess\nprint(subprocess.Popen(['sleep', '60']).pid, flush=True)\nwhile True:\n    pass"
+    start = time.monotonic()
+    result = sandbox.run_code(code, timeout_s=1.0)
+    assert result.status == "timeout" and "wall-time" in result.error and result.returncode == -9
+    assert time.monotonic() - start < 15
+    assert _gone(int(result.stdout.split()[0]))
+
+
+def test_cpu_limit(sandbox):
+    result = sandbox.run_code("while True:\n    pass", timeout_s=60.0, cpu_s=1.0)
+    assert result.status == "timeout" and "CPU" in result.error and result.cpu_s >= 0.9
+
+
+def test_memory_blowup(sandbox):
+    result = sandbox.run_code("block = bytearray(3 * 1024 ** 3)", memory_mb=512)
+    assert result.status == "memory" and result.error.startswith("MemoryError")
+
+
+def test_memory_limit_below_zygote_footprint_is_reported(sandbox):
+    result = sandbox.run_code("print(1)", memory_mb=16)
+    assert result.status == "error" and "raise memory_mb" in result.error and result.stdout == ""
+
+
+@pytest.mark.parametrize("code, signal_name", [
+    ("import os\nos.abort()", "SIGABRT"), ("import ctypes\nctypes.string_at(0)", "SIGSEGV")])
+def test_crash_is_killed(sandbox, code, signal_name):
+    result = sandbox.run_code(code)
+    assert result.status == "killed" and result.error == f"killed by signal {signal_name}"
+
+
+def test_file_size_limit(sandbox):
+    result = sandbox.run_code("open('big.bin', 'wb').write(b'x' * (3 << 20))", max_file_mb=1)
+    assert result.status == "error" and "File too large" in result.error  # EFBIG: Python ignores SIGXFSZ
+
+
+@pytest.mark.parametrize("code, fragment", [
+    ("import socket\nsocket.create_connection(('127.0.0.1', 9))", "forbidden: "),
+    ("import socket\nsocket.socket(socket.AF_INET, socket.SOCK_STREAM)", "network socket"),
+    ("import socket\nsocket.getaddrinfo('example.org', 80)", "socket.getaddrinfo"),
+    ("import urllib.request\nurllib.request.urlopen('http://example.org')", "forbidden: "),
+    ("import subprocess\nsubprocess.run(['ls'])", "process spawn"),
+    ("import os\nos.system('true')", "os.system"),
+    ("import os\nos.fork()", "os.fork"),
+    ("open('/tmp/escaped.txt', 'w')", "outside the scratch directory"),
+])
+def test_forbidden_actions(sandbox, code, fragment):
+    result = sandbox.run_code(code)
+    assert result.status == "forbidden" and fragment in result.error
+
+
+def test_forbidden_even_when_the_program_catches_it(sandbox):
+    code = "import socket\ntry:\n    socket.socket(socket.AF_INET)\nexcept Exception:\n    pass\nprint('went on')"
+    result = sandbox.run_code(code)
+    assert result.status == "forbidden" and "went on" not in result.stdout
+
+
+def test_unix_sockets_and_allowed_spawn_are_fine(sandbox):
+    code = ("import socket, subprocess\na, b = socket.socketpair()\na.sendall(b'x')\n"
+            "print(b.recv(1), subprocess.run(['sleep', '0']).returncode)")
+    result = sandbox.run_code(code)
+    assert result.ok and result.stdout == "b'x' 0\n"
+
+
+def test_no_child_is_left_even_one_in_its_own_session(sandbox):
+    code = ("import subprocess\nprint(subprocess.Popen(['sleep', '60']).pid,"
+            " subprocess.Popen(['sleep', '60'], start_new_session=True).pid)")
+    result = sandbox.run_code(code)
+    assert result.ok
+    assert all(_gone(int(pid)) for pid in result.stdout.split())
+
+
+def test_environment_is_cleared(monkeypatch):
+    monkeypatch.setenv("REPRO_LLM_API_KEY", "sk-secret-for-test")
+    with Sandbox() as box:
+        code = "import os\nprint(sorted(os.environ))\nprint(b'sk-secret' in open('/proc/self/environ', 'rb').read())"
+        result = box.run_code(code)
+    names, leaked = result.stdout.splitlines()
+    assert result.ok and "REPRO_LLM_API_KEY" not in names and leaked == "False"
+    assert set(eval(names)) == {"HOME", "LANG", "MKL_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                "PATH", "TMPDIR"}
+
+
+def test_network_namespace_when_permitted(sandbox):
+    if sandbox.isolation != "netns+audit":
+        pytest.skip("unshare(CLONE_NEWNET) is not permitted here: audit hook only")
+    result = sandbox.run_code("print(open('/proc/net/dev').read().count(':'))")
+    assert result.ok and result.stdout.strip() == "1"  # only the (down) loopback device
+
+
+def test_allowed_imports():
+    with Sandbox(["json"], allowed_imports=["json", "math"]) as box:
+        assert box.run_code("import json, math\nfrom math import sqrt\nprint(sqrt(4))").stdout == "2.0\n"
+        result = box.run_code("import math\nimport os")
+        assert result.status == "forbidden" and "import of 'os'" in result.error
+        assert box.run_code("import os.path").status == "forbidden"
+        assert box.run_code("import json\nprint(json.dumps([1]))").ok  # json itself imports freely
+
+
+def test_call_runs_a_module_function(sandbox):
+    assert sandbox.call("math:sqrt", [16.0]).value == 4.0
+    assert sandbox.call(json.dumps, [[1, 2]], {"separators": (",", ":")}).value == "[1,2]"
+    assert sandbox.call("math:no_such_function").status == "error"
+    with pytest.raises(ValueError, match="module-level"):
+        sandbox.call(lambda: 1)
+    with pytest.raises(ValueError, match="target"):
+        sandbox.call("math.sqrt")
+
+
+def test_output_is_cut(sandbox):
+    result = sandbox.run_code("print('x' * 5000)", max_output_bytes=100)
+    assert result.stdout.startswith("x" * 100) and "more bytes cut" in result.stdout
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"timeout_s": 0}, "timeout_s"), ({"cpu_s": -1}, "cpu_s"), ({"memory_mb": 8}, "memory_mb"),
+    ({"files": {"../x": "a"}}, "relative"), ({"files": {"/etc/x": "a"}}, "relative"),
+    ({"files": {"a": 1}}, "str or bytes"), ({"args": [object()]}, "JSON"), ({"args": 5}, "args"),
+    ({"max_output_bytes": -1}, "max_output_bytes"), ({"entry": "not a name"}, "entry")])
+def test_bad_input(sandbox, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        sandbox.run_code("pass", **kwargs)
+
+
+def test_code_must_be_text(sandbox):
+    with pytest.raises(ValueError, match="code"):
+        sandbox.run_code(b"print(1)")
+
+
+def test_preload_failure_and_bad_options():
+    with pytest.raises(SandboxError, match="no_such_module_for_test"):
+        Sandbox(["no_such_module_for_test"])
+    with pytest.raises(ValueError, match="preload"):
+        Sandbox("numpy")
+    with pytest.raises(ValueError, match="scratch_root"):
+        Sandbox(scratch_root="/no/such/dir")
+
+
+def test_zygote_restarts_and_close_leaves_nothing(tmp_path):
+    box = Sandbox(scratch_root=tmp_path)
+    first = box.pid
+    os.kill(first, 9)
+    assert _gone(first)
+    assert box.run_code("print(2)").stdout == "2\n" and box.pid != first
+    second = box.pid
+    box.close()
+    box.close()
+    assert box.pid is None and _gone(second)
+    assert list(tmp_path.iterdir()) == []  # scratch directories removed
+
+
+def test_run_code_one_off_and_statuses():
+    assert run_code("print(40 + 2)").stdout == "42\n"
+    assert STATUSES == ("ok", "error", "timeout", "memory", "killed", "forbidden")
