@@ -1,0 +1,368 @@
+"""Experiments of the hosfl reproduction (spec "Experiments by scale").
+
+``python -m papers.hosfl.experiments NAME --config papers/hosfl/config.yaml --scale quick --out DIR`` with NAME
+one of ``estimator`` (H1, H2), ``iid``, ``dirichlet``, ``pca`` (training runs: H3, H4, H5, H8), ``straggler``
+(H6), ``memory`` (H7), ``performance``, and at full scale ``p_sweep`` and ``width_sweep``. Curves for the
+figures are written next to the metrics as ``curves.npz``.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from shared import seeding
+from shared.experiment import RunContext, main
+from shared.fed import draw_batch
+from shared.oracles.zeroth_order import estimate_from_directional, perturbation_directions
+from shared.provenance import hardware
+from shared.results import mean_and_se, write_arrays
+
+from papers.hosfl import hybrid as H
+from papers.hosfl.model import SplitMLP
+from papers.hosfl.training import (CATEGORIES, DEFAULT_CLIENT_LR, Setup, final_accuracy, make_stepper,
+                                   rounds_to_target, run_split_training)
+
+__all__ = ["EXPERIMENTS", "estimator", "training", "straggler", "memory", "performance", "p_sweep",
+           "width_sweep", "saved_bytes"]
+
+
+def _torch_setup():
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+
+
+def _censored(r, rounds, eval_every):
+    """rounds_to_90 with "never" counted as one evaluation past the horizon (a lower bound)."""
+    return int(rounds + eval_every) if r is None else int(r)
+
+
+# ------------------------------------------------------------------------------------------- H1 / H2
+def _tiny_model(activation="identity", seed=0):
+    return SplitMLP(5, 4, 8, 3, client_activation=activation, dtype="float64", seed=seed)
+
+
+def _true_client_gradient(model, x, lam):
+    th = torch.from_numpy(model.client_vector()).requires_grad_(True)
+    xt = torch.as_tensor(x, dtype=torch.float64)
+    (g,) = torch.autograd.grad(torch.sum(torch.as_tensor(lam) * H.client_apply(model, xt, th)), [th])
+    return g.numpy()
+
+
+def estimator(params: dict, ctx: RunContext):
+    """H1: ghat from the HO-SFL pipeline equals (1/P) sum_p (u_p . g) u_p for an identity (linear) client, for
+    every mu; the O(mu) gap of a tanh client for comparison. H2: E||ghat - g||^2 / ||g||^2 against
+    (d_c + 1)/P over ``draws`` draws per P (float64)."""
+    _torch_setup()
+    rng = ctx.generator("estimator")
+    B, P = int(params["batch"]), int(params["P"])
+    model = _tiny_model("identity")
+    x = rng.standard_normal((B, 5))
+    y = rng.integers(0, 3, B)
+    _, z, lam = H.cut_layer_multiplier(model, x, y)
+    g = _true_client_gradient(model, x, lam)
+    h1 = {}
+    for mu in params["mus"]:
+        for trial in range(int(params.get("trials", 3))):
+            seeds = [int(s) for s in rng.choice(H.SEED_BOUND, size=P, replace=False)]
+            v = H.client_directional_scalars(model, x, lam, seeds, mu, z=z)
+            ghat = H.client_gradient_estimate(v, seeds, mu, model.client_dim)
+            U = perturbation_directions(seeds, model.client_dim)
+            ref = estimate_from_directional(U @ g, U)
+            err = float(np.linalg.norm(ghat - ref) / np.linalg.norm(ref))
+            h1[f"mu={mu:g}"] = max(err, h1.get(f"mu={mu:g}", 0.0))
+    nl = _tiny_model("tanh")
+    _, znl, lamnl = H.cut_layer_multiplier(nl, x, y)
+    gnl = _true_client_gradient(nl, x, lamnl)
+    seeds = [int(s) for s in rng.choice(H.SEED_BOUND, size=P, replace=False)]
+    U = perturbation_directions(seeds, nl.client_dim)
+    tanh_gap = {}
+    for mu in params["mus"]:
+        v = H.client_directional_scalars(nl, x, lamnl, seeds, mu, z=znl)
+        tanh_gap[f"mu={mu:g}"] = float(np.max(np.abs(v / mu - U @ gnl)) / np.max(np.abs(U @ gnl)))
+    # H2: the estimator's relative squared error; directions drawn from one stream (same law as seed-rebuilt)
+    d = model.client_dim
+    gn = float(g @ g)
+    draws = int(params["draws"])
+    rel, rel_se = {}, {}
+    for Pk in params["P_list"]:
+        U = rng.standard_normal((draws, int(Pk), d))
+        ghat = np.einsum("np,npd->nd", U @ g, U) / Pk
+        e = np.sum((ghat - g) ** 2, axis=1) / gn
+        rel[str(Pk)], rel_se[str(Pk)] = mean_and_se(e)
+    theory = {str(Pk): (d + 1) / Pk for Pk in params["P_list"]}
+    metrics = {
+        "d_c": d, "P": P,
+        "h1": {"rel_error": h1, "max_rel_error": max(h1.values()), "tanh_rel_gap": tanh_gap},
+        "h2": {"rel_sq_error": rel, "rel_sq_error_se": rel_se, "theory": theory, "draws": draws,
+               "ratio_to_theory_P5": rel["5"] / theory["5"], "ratio_P1_P5": rel["1"] / rel["5"]},
+    }
+    rows = [{"method": "hosfl", "seed": 0, "step": int(Pk), "metric": "rel_sq_error", "value": rel[str(Pk)]}
+            for Pk in params["P_list"]]
+    return rows, metrics
+
+
+# ------------------------------------------------------------------------------------------- training runs
+def training(params: dict, ctx: RunContext):
+    """The training runs of one (partition, init) panel. ``runs`` maps a run name to its method options; a
+    run with ``lr_grid`` is repeated for every lr and the one with the lowest mean training loss over the
+    last 10% of rounds is kept (never the test set). Metrics per run and seed: final_acc, rounds_to_90,
+    bytes per client per round by category, and for hosfl the mean alignment cos(ghat, g)."""
+    _torch_setup()
+    common = dict(params.get("common", {}))
+    seeds = [int(s) for s in params.get("seeds", [0])]
+    runs = params["runs"]
+    rounds, eval_every = int(common["rounds"]), int(common.get("eval_every", 10))
+    metrics = {"runs": {}, "common": {k: v for k, v in common.items() if not isinstance(v, dict)}}
+    rows, arrays, diverged = [], {}, {}
+    for name, opts in runs.items():
+        opts = dict(opts)
+        grid = opts.pop("lr_grid", None)
+        per_seed = []
+        for seed in seeds:
+            root = int(seeding.generator(ctx.seed, "run", str(seed)).integers(2 ** 31))
+            candidates = []
+            for lr in (grid or [opts.get("client_lr")]):
+                kw = {**common, **opts, "client_lr": lr, "seed": root}
+                t0 = time.process_time()
+                try:
+                    out = run_split_training(**kw)
+                except FloatingPointError as exc:
+                    if not grid:
+                        raise
+                    ctx.log(f"{name} seed {seed} lr {lr}: diverged ({exc})")
+                    diverged.setdefault(name, []).append(float(lr))
+                    continue
+                ctx.log(f"{name} seed {seed} lr {lr}: final_acc {out['final_acc']:.4f} "
+                        f"({time.process_time() - t0:.1f} s cpu)")
+                k = max(1, int(np.ceil(0.1 * rounds)))
+                candidates.append((float(np.mean(out["train_loss"][-k:])), lr, out))
+            if not candidates:
+                raise FloatingPointError(f"run {name!r}: every lr of {grid} diverged")
+            tail_loss, lr, out = min(candidates, key=lambda c: c[0])
+            per_seed.append((seed, lr, out, {str(c[1]): c[0] for c in candidates} if grid else None))
+        m = {}
+        accs = [o["final_acc"] for _, _, o, _ in per_seed]
+        m["final_acc"], m["final_acc_se"] = mean_and_se(accs)
+        r90 = [o["rounds_to_90"] for _, _, o, _ in per_seed]
+        m["rounds_to_90"] = None if any(r is None for r in r90) else float(np.mean(r90))
+        m["rounds_to_90_censored"] = float(np.mean([_censored(r, rounds, eval_every) for r in r90]))
+        seed0, lr0, out0, grid_losses = per_seed[0]
+        method = out0["method"]
+        m["method"] = method
+        m["client_lr"] = float(DEFAULT_CLIENT_LR[method] if lr0 is None else lr0)
+        if grid:
+            m["lr_grid"] = [float(v) for v in grid]
+            m["lr_diverged"] = sorted(set(diverged.get(name, [])))
+            m["grid_tail_loss"] = grid_losses
+        K = out0["n_clients"]
+        m["bytes_per_client_round"] = {c: float(out0["bytes"][c].sum()) / (rounds * K) for c in CATEGORIES}
+        m["client_dim"] = int(out0["client_dim"])
+        if method == "hosfl":
+            al = [float(np.mean(o["alignment"])) for _, _, o, _ in per_seed]
+            m["alignment_mean"] = float(np.mean(al))
+            P = int(common.get("n_perturbations", opts.get("n_perturbations", 5)))
+            m["alignment_theory"] = float(np.sqrt(P / (out0["client_dim"] + P + 1)))
+            m["alignment_ratio"] = m["alignment_mean"] / m["alignment_theory"]
+        metrics["runs"][name] = m
+        for seed, _, o, _ in per_seed:
+            for r, a in zip(o["round"], o["test_accuracy"]):
+                rows.append({"method": name, "seed": seed, "step": int(r), "metric": "test_accuracy", "value": float(a)})
+            arrays[f"{name}__s{seed}__round"] = o["round"]
+            arrays[f"{name}__s{seed}__acc"] = o["test_accuracy"]
+            arrays[f"{name}__s{seed}__loss"] = o["train_loss"]
+            if method == "hosfl":
+                arrays[f"{name}__s{seed}__alignment"] = o["alignment"]
+    metrics["batch_size"] = int(common.get("batch_size", 32))
+    metrics["n_clients"] = int(common.get("n_clients", 10))
+    _comparisons(metrics)
+    write_arrays(ctx.out_dir / "curves.npz", **arrays)
+    return rows, metrics
+
+
+def _comparisons(metrics):
+    """Derived numbers the claims compare (differences in accuracy points, ratios of rounds)."""
+    r = metrics["runs"]
+    c = {}
+    if "hosfl" in r:
+        for base in ("sfl_fo_tau1", "sfl_fo_tau10", "frozen"):
+            if base in r:
+                c[f"hosfl_minus_{base}_points"] = 100 * (r["hosfl"]["final_acc"] - r[base]["final_acc"])
+        if "sfl_fo_tau1" in r:
+            c["r90_ratio_hosfl_sfl_fo"] = r["hosfl"]["rounds_to_90_censored"] / r["sfl_fo_tau1"]["rounds_to_90_censored"]
+            b_h, b_f = r["hosfl"]["bytes_per_client_round"], r["sfl_fo_tau1"]["bytes_per_client_round"]
+            c["weights_up_ratio_sfl_hosfl"] = b_f["weights.up"] / b_h["weights.up"]
+            c["cut_bytes_equal"] = all(b_f[k] == b_h[k] for k in b_f if k.startswith("cut."))
+            c["hosfl_weights_up_bytes"] = b_h["weights.up"]
+            c["sfl_fo_weights_up_bytes"] = b_f["weights.up"]
+            P = int(metrics["common"].get("n_perturbations", 5))
+            c["hosfl_weights_up_over_4P"] = b_h["weights.up"] / (4 * P)
+            c["sfl_fo_weights_up_over_4dc"] = b_f["weights.up"] / (4 * r["hosfl"]["client_dim"])
+            c["d_c_over_P"] = r["hosfl"]["client_dim"] / P
+        for zo in ("sfl_zo", "mu_splitfed"):
+            if zo in r:
+                c[f"r90_ratio_{zo}_hosfl"] = r[zo]["rounds_to_90_censored"] / r["hosfl"]["rounds_to_90_censored"]
+                c[f"{zo}_never_90"] = r[zo]["rounds_to_90"] is None
+    metrics["compare"] = c
+
+
+# ------------------------------------------------------------------------------------------- H6
+def straggler(params: dict, ctx: RunContext):
+    """H6: HO-SFL with one client absent for a span of rounds; on return it replays the logged
+    (seeds, vbar, mu) and the gap to the live client vector is recorded, for each momentum in ``momenta``."""
+    _torch_setup()
+    root = int(seeding.generator(ctx.seed, "straggler").integers(2 ** 31))
+    metrics, rows = {"replay_error": {}}, []
+    spans = {int(k): tuple(v) for k, v in params["stragglers"].items()}
+    for mom in params["momenta"]:
+        out = run_split_training("hosfl", rounds=int(params["rounds"]), n_clients=int(params["n_clients"]),
+                                 batch_size=int(params["batch_size"]), momentum=float(mom), stragglers=spans,
+                                 eval_every=int(params["rounds"]), seed=root)
+        metrics["replay_error"][f"momentum={mom:g}"] = out["replay_error"]
+        rows.append({"method": "hosfl", "seed": 0, "step": int(params["rounds"]), "metric": f"replay_error_m{mom:g}",
+                     "value": out["replay_error"]})
+    metrics["max_replay_error"] = max(metrics["replay_error"].values())
+    metrics["spans"] = {str(k): list(v) for k, v in spans.items()}
+    return rows, metrics
+
+
+# ------------------------------------------------------------------------------------------- H7
+def saved_bytes(fn) -> int:
+    """Bytes of the tensors autograd saves for backward while ``fn()`` runs
+    (``torch.autograd.graph.saved_tensors_hooks``)."""
+    total = [0]
+
+    def pack(t):
+        total[0] += t.numel() * t.element_size()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn()
+    return int(total[0])
+
+
+def memory(params: dict, ctx: RunContext):
+    """H7: saved-for-backward bytes of one client step per method (client side only)."""
+    _torch_setup()
+    B, P, mu = int(params["batch_size"]), int(params["P"]), 1e-3
+    rng = ctx.generator("memory")
+    model = SplitMLP(seed=0)
+    x = torch.as_tensor(rng.random((B, 64)), dtype=torch.float32)
+    y = torch.as_tensor(rng.integers(0, 10, B))
+    theta = torch.from_numpy(model.client_vector())
+    _, z, lam = H.cut_layer_multiplier(model, x, y)
+    lam_t = torch.from_numpy(lam)
+    seeds = [int(s) for s in rng.choice(H.SEED_BOUND, size=P, replace=False)]
+
+    def hosfl():
+        with torch.no_grad():
+            zz = H.client_apply(model, x, theta)
+        H._scalars_from_directions(model, x, lam_t, zz,
+                                   theta, torch.from_numpy(perturbation_directions(seeds, theta.numel())).float(), mu)
+
+    def sfl_fo():
+        th = theta.clone().requires_grad_(True)
+        zz = H.client_apply(model, x, th)
+        torch.autograd.grad(zz, [th], grad_outputs=lam_t)
+
+    def zo_client():  # sfl_zo / mu_splitfed clients: perturbed forwards only
+        with torch.no_grad():
+            u = torch.from_numpy(perturbation_directions(seeds[:1], theta.numel())).float()[0]
+            H.client_apply(model, x, theta + mu * u), H.client_apply(model, x, theta - mu * u)
+
+    res = {"hosfl": saved_bytes(hosfl), "sfl_fo": saved_bytes(sfl_fo), "sfl_zo": saved_bytes(zo_client),
+           "mu_splitfed": saved_bytes(zo_client), "frozen": 0}
+    metrics = {"saved_bytes": res, "batch_size": B, "cut_dim": model.cut_dim,
+               "activation_bytes": 4 * B * model.cut_dim,
+               "sfl_fo_over_activation": res["sfl_fo"] / (4 * B * model.cut_dim)}
+    rows = [{"method": k, "seed": 0, "step": 0, "metric": "saved_bytes", "value": v} for k, v in res.items()]
+    return rows, metrics
+
+
+# ------------------------------------------------------------------------------------------- performance
+def performance(params: dict, ctx: RunContext):
+    """Wall time per round and client-side time per round of HO-SFL, SFL-FO (tau=1) and SFL-ZO on the same
+    model, batches and machine (``time.perf_counter``), with the bytes per client per round and the H7
+    saved-for-backward numbers. Timings vary between runs (no claim compares them exactly)."""
+    _torch_setup()
+    R, warm, repeats = int(params["rounds"]), int(params.get("warmup", 5)), int(params.get("repeats", 3))
+    N, B = int(params["n_clients"]), int(params["batch_size"])
+    root = int(seeding.generator(ctx.seed, "performance").integers(2 ** 31))
+    base = Setup(n_clients=N, partition="iid", dirichlet_alpha=0.1, init="random", seed=root)
+    brng = seeding.generator(root, "batches")
+    batches = []
+    for _ in range(R + warm):
+        idx = np.stack([draw_batch(base.parts[k], B, brng) for k in range(N)])
+        batches.append((base.x_train[idx], base.y_train[idx]))
+    res = {}
+    for method in params["methods"]:
+        best_round, best_client = np.inf, np.inf
+        for _ in range(repeats):
+            s = Setup(n_clients=N, partition="iid", dirichlet_alpha=0.1, init="random", seed=root)
+            st = make_stepper(method, s, n_clients=N, rng=seeding.generator(root, "perturb"), ledger=None,
+                              track_alignment=False)
+            for t in range(warm):
+                st.step(t, list(range(N)), *batches[t])
+            st.client_time = 0.0
+            t0 = time.perf_counter()
+            for t in range(warm, warm + R):
+                st.step(t, list(range(N)), *batches[t])
+            wall = time.perf_counter() - t0
+            best_round = min(best_round, wall / R)
+            best_client = min(best_client, st.client_time / R)
+        res[method] = {"round_s": best_round, "client_s": best_client}
+        ctx.log(f"{method}: {1e3 * best_round:.3f} ms/round, client {1e3 * best_client:.3f} ms/round")
+    hw = hardware()
+    ctx.record(cpu=hw["cpu"])
+    metrics = {"timing": res, "rounds_timed": R, "repeats": repeats, "cpu": hw["cpu"],
+               "ratio_round_hosfl_sfl_fo": res["hosfl"]["round_s"] / res["sfl_fo"]["round_s"],
+               "ratio_client_hosfl_sfl_fo": res["hosfl"]["client_s"] / res["sfl_fo"]["client_s"]}
+    if "sfl_zo" in res:
+        metrics["ratio_round_hosfl_sfl_zo"] = res["hosfl"]["round_s"] / res["sfl_zo"]["round_s"]
+    rows = [{"method": m, "seed": 0, "step": 0, "metric": k, "value": v} for m, d in res.items() for k, v in d.items()]
+    return rows, metrics
+
+
+# ------------------------------------------------------------------------------------------- full-scale sweeps
+def p_sweep(params: dict, ctx: RunContext):
+    """Rounds to 90% test accuracy of HO-SFL against the number of perturbations P (IID, random init)."""
+    _torch_setup()
+    common = dict(params["common"])
+    out = {}
+    for P in params["P_list"]:
+        vals = []
+        for seed in params.get("seeds", [0]):
+            root = int(seeding.generator(ctx.seed, "run", str(seed)).integers(2 ** 31))
+            r = run_split_training("hosfl", n_perturbations=int(P), seed=root, **common)
+            vals.append(_censored(r["rounds_to_90"], common["rounds"], common.get("eval_every", 10)))
+        out[str(P)] = float(np.mean(vals))
+    rows = [{"method": "hosfl", "seed": 0, "step": int(k), "metric": "rounds_to_90_censored", "value": v}
+            for k, v in out.items()]
+    return rows, {"rounds_to_90_censored": out, "P_list": [int(p) for p in params["P_list"]]}
+
+
+def width_sweep(params: dict, ctx: RunContext):
+    """final_acc of HO-SFL and pure ZO (SFL-ZO) as the client width (cut_dim) and the server width
+    (hidden_dim) grow."""
+    _torch_setup()
+    common = dict(params["common"])
+    root = int(seeding.generator(ctx.seed, "run", "0").integers(2 ** 31))
+    res = {"cut_dim": {}, "hidden_dim": {}}
+    for key, values in (("cut_dim", params["cut_dims"]), ("hidden_dim", params["hidden_dims"])):
+        for v in values:
+            res[key][str(v)] = {}
+            for method, lr in (("hosfl", None), ("sfl_zo", params.get("sfl_zo_lr", 3e-3))):
+                r = run_split_training(method, client_lr=lr, seed=root, model_kwargs={key: int(v)}, **common)
+                res[key][str(v)][method] = r["final_acc"]
+    rows = [{"method": m, "seed": 0, "step": int(v), "metric": f"final_acc_{key}", "value": a}
+            for key, d in res.items() for v, dd in d.items() for m, a in dd.items()]
+    return rows, {"final_acc": res}
+
+
+EXPERIMENTS = {"estimator": estimator, "iid": training, "dirichlet": training, "pca": training,
+               "straggler": straggler, "memory": memory, "performance": performance, "p_sweep": p_sweep,
+               "width_sweep": width_sweep}
+
+if __name__ == "__main__":
+    main(EXPERIMENTS)

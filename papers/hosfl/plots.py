@@ -1,0 +1,184 @@
+"""Figures and tables of the hosfl reproduction, drawn from saved results (never recomputed).
+
+``python -m papers.hosfl.plots --results results/quick/hosfl --out figures/quick/hosfl --scale quick``
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from shared.plotting import main, method_colors, new_figure, save_figure
+from shared.results import read_arrays, read_metrics, write_markdown_table
+
+__all__ = ["make_figures", "LABELS"]
+
+LABELS = {"sfl_fo_tau1": "SFL-FO (tau=1)", "sfl_fo_tau10": "SFL-FO (tau=10)", "hosfl": "HO-SFL",
+          "frozen": "frozen client", "sfl_zo": "SFL-ZO (pure ZO)", "mu_splitfed": "MU-SplitFed",
+          "sfl_fo": "SFL-FO"}
+COLORS = method_colors(["hosfl", "sfl_fo_tau1", "sfl_fo_tau10", "frozen", "sfl_zo", "mu_splitfed"])
+COLORS["sfl_fo"] = COLORS["sfl_fo_tau1"]
+PANELS = (("iid", "IID, random init"), ("dirichlet", "Dirichlet 0.1, random init"), ("pca", "IID, PCA init"))
+
+
+def _accuracy(results: Path, out: Path) -> None:
+    present = [(k, t) for k, t in PANELS if (results / k / "metrics.json").exists()]
+    fig, axes = new_figure(ncols=max(1, len(present)), width=4.0, height=3.2)
+    for ax, (key, title) in zip(axes[0], present):
+        met = read_metrics(results / key / "metrics.json")
+        curves = read_arrays(results / key / "curves.npz")
+        per_round = met["n_clients"] * met["batch_size"]
+        for name, m in met["runs"].items():
+            r, a = curves[f"{name}__s0__round"], curves[f"{name}__s0__acc"]
+            label = LABELS.get(name, name) + (f" lr={m['client_lr']:g}" if "lr_grid" in m else "")
+            ax.plot(r * per_round, a, color=COLORS.get(name), label=label)
+        ax.set_xlabel("processed samples (round x K x B)")
+        ax.set_ylabel("test accuracy")
+        ax.set_ylim(0.0, 1.0)
+        ax.set_title(title)
+        ax.legend(fontsize=6)
+    save_figure(fig, out / "accuracy_vs_samples.png")
+
+
+def _communication(results: Path, out: Path) -> None:
+    met = read_metrics(results / "iid" / "metrics.json")
+    rows = []
+    for name, m in met["runs"].items():
+        row = {"method": LABELS.get(name, name)}
+        row.update({k: int(round(v)) for k, v in m["bytes_per_client_round"].items()})
+        row["total"] = int(round(sum(m["bytes_per_client_round"].values())))
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    write_markdown_table(frame, out / "communication.md",
+                         title=f"Bytes per client per round (float32 = 4 B, IID run; d_c = "
+                               f"{met['runs']['hosfl']['client_dim']}, B = {met['batch_size']})")
+    cats = [c for c in frame.columns if c not in ("method", "total")]
+    fig, axes = new_figure(width=7.0, height=3.4)
+    ax = axes[0, 0]
+    colors = method_colors(cats)
+    x = np.arange(len(frame))
+    w = 0.8 / len(cats)
+    for i, c in enumerate(cats):
+        vals = frame[c].to_numpy(dtype=float)
+        ax.bar(x + (i - (len(cats) - 1) / 2) * w, np.where(vals > 0, vals, np.nan), width=w, label=c,
+               color=colors[c])
+    ax.set_xticks(x, frame["method"])
+    ax.set_yscale("log")
+    ax.set_ylim(bottom=1)
+    ax.set_ylabel("bytes per client per round (log)")
+    ax.tick_params(axis="x", labelrotation=20, labelsize=7)
+    ax.legend(fontsize=6, ncol=4, loc="upper left")
+    save_figure(fig, out / "communication.png")
+
+
+def _variance(results: Path, out: Path) -> None:
+    met = read_metrics(results / "estimator" / "metrics.json")
+    h2 = met["h2"]
+    P = np.array(sorted(int(k) for k in h2["rel_sq_error"]))
+    vals = np.array([h2["rel_sq_error"][str(p)] for p in P])
+    se = np.array([h2["rel_sq_error_se"][str(p)] for p in P])
+    fig, axes = new_figure()
+    ax = axes[0, 0]
+    ax.errorbar(P, vals, yerr=2 * se, marker="o", color=COLORS["hosfl"], label="measured (mean, 2 SE)")
+    Pl = np.logspace(np.log10(P.min()), np.log10(P.max()), 50)
+    ax.plot(Pl, (met["d_c"] + 1) / Pl, "--", color="0.4", label="(d_c + 1)/P")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("perturbations P")
+    ax.set_ylabel(r"$E\|\hat g - g\|^2 / \|g\|^2$")
+    ax.set_title(f"identity client, d_c = {met['d_c']}, {h2['draws']} draws")
+    ax.legend()
+    save_figure(fig, out / "zo_variance.png")
+
+
+def _alignment(results: Path, out: Path) -> None:
+    met = read_metrics(results / "iid" / "metrics.json")
+    al = read_arrays(results / "iid" / "curves.npz")["hosfl__s0__alignment"]
+    fig, axes = new_figure(width=5.0)
+    ax = axes[0, 0]
+    ax.plot(np.arange(1, al.size + 1), al, color=COLORS["hosfl"], linewidth=0.6, alpha=0.6, label="cos per round")
+    k = max(1, al.size // 30)
+    ax.plot(np.arange(k, al.size + 1), np.convolve(al, np.ones(k) / k, mode="valid"), color="k", linewidth=1.2,
+            label=f"running mean ({k} rounds)")
+    ax.axhline(met["runs"]["hosfl"]["alignment_theory"], linestyle="--", color="0.4", label="sqrt(P/(d_c+P+1))")
+    ax.set_xlabel("round")
+    ax.set_ylabel(r"cos($\hat g$, g)")
+    ax.set_title("HO-SFL estimate vs true client gradient (IID)")
+    ax.legend(fontsize=7)
+    save_figure(fig, out / "alignment.png")
+
+
+def _memory(results: Path, out: Path) -> None:
+    met = read_metrics(results / "memory" / "metrics.json")
+    frame = pd.DataFrame([{"method": LABELS.get(k, k), "saved-for-backward bytes": int(v)}
+                          for k, v in met["saved_bytes"].items()])
+    write_markdown_table(frame, out / "memory.md",
+                         title=f"Tensors saved for backward during one client step (B = {met['batch_size']}, "
+                               f"cut_dim = {met['cut_dim']}; 4 B cut_dim = {met['activation_bytes']} bytes)")
+
+
+def _performance(results: Path, out: Path) -> None:
+    perf = read_metrics(results / "performance" / "metrics.json")
+    mem = read_metrics(results / "memory" / "metrics.json") if (results / "memory" / "metrics.json").exists() else None
+    comm = read_metrics(results / "iid" / "metrics.json") if (results / "iid" / "metrics.json").exists() else None
+    runs = {"hosfl": "hosfl", "sfl_fo": "sfl_fo_tau1", "sfl_zo": "sfl_zo"}
+    rows = []
+    for m, t in perf["timing"].items():
+        row = {"method": LABELS.get(m, m), "ms per round": 1e3 * t["round_s"], "client ms per round": 1e3 * t["client_s"],
+               "round time / SFL-FO": t["round_s"] / perf["timing"]["sfl_fo"]["round_s"],
+               "client time / SFL-FO": t["client_s"] / perf["timing"]["sfl_fo"]["client_s"]}
+        if comm is not None and runs.get(m) in comm["runs"]:
+            row["bytes up+down per client per round"] = int(round(sum(comm["runs"][runs[m]]["bytes_per_client_round"].values())))
+        if mem is not None:
+            row["saved-for-backward bytes"] = int(mem["saved_bytes"].get(m, 0))
+        rows.append(row)
+    write_markdown_table(pd.DataFrame(rows), out / "performance.md",
+                         title=f"Same model, batches and machine; best of {perf['repeats']} x {perf['rounds_timed']} "
+                               f"rounds, one thread; CPU: {perf['cpu']}")
+
+
+def _p_sweep(results: Path, out: Path) -> None:
+    met = read_metrics(results / "p_sweep" / "metrics.json")
+    P = np.array(met["P_list"])
+    r = np.array([met["rounds_to_90_censored"][str(p)] for p in P])
+    fig, axes = new_figure()
+    ax = axes[0, 0]
+    ax.plot(P, r, marker="o", color=COLORS["hosfl"], label="HO-SFL")
+    ax.set_xscale("log")
+    ax.set_xlabel("perturbations P")
+    ax.set_ylabel("rounds to 90% test accuracy")
+    ax.legend()
+    save_figure(fig, out / "rounds_vs_P.png")
+
+
+def _width_sweep(results: Path, out: Path) -> None:
+    met = read_metrics(results / "width_sweep" / "metrics.json")["final_acc"]
+    fig, axes = new_figure(ncols=2)
+    for ax, key in zip(axes[0], ("cut_dim", "hidden_dim")):
+        widths = sorted(met[key], key=int)
+        for method in ("hosfl", "sfl_zo"):
+            ax.plot([int(w) for w in widths], [met[key][w][method] for w in widths], marker="o",
+                    color=COLORS[method], label=LABELS[method])
+        ax.set_xscale("log")
+        ax.set_xlabel(key)
+        ax.set_ylabel("final test accuracy")
+        ax.legend()
+    save_figure(fig, out / "width_sweep.png")
+
+
+def make_figures(results_dir, out_dir, scale: str) -> None:
+    results, out = Path(results_dir), Path(out_dir)
+    _accuracy(results, out)
+    _communication(results, out)
+    _variance(results, out)
+    _alignment(results, out)
+    _memory(results, out)
+    _performance(results, out)
+    if scale == "full":
+        _p_sweep(results, out)
+        _width_sweep(results, out)
+
+
+if __name__ == "__main__":
+    main(make_figures)

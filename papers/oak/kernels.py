@@ -1,0 +1,219 @@
+"""Per-example Jacobians and the optimizer-aware kernels (OAK, eNTK, asymmetric SignGD).
+
+With J(x) = df(x)/dtheta at theta_0 (a row of p numbers) and P = diag(1/(sqrt(v_hat) + eps)):
+
+    K_P(x, x')  = J(x) P J(x')^T             (OAK; P = I gives the empirical NTK, Jacot et al. 2018)
+    K_AS(x, x') = <J(x), sign J(x')>          (asymmetric SignGD kernel, Malladi et al. 2023, sign on the
+                                               training point x')
+
+References: Malladi, Wettig, Yu, Chen, Arora, "A Kernel-Based View of Language Model Fine-Tuning", ICML 2023;
+Kingma & Ba, "Adam", ICLR 2015.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["per_example_jacobian", "kernel_matrix", "kernel_from_precond", "second_moment_estimate",
+           "KINDS", "BLOCK_COLS"]
+
+KINDS = ("oak", "ntk", "asym_signgd")
+BLOCK_COLS = 1 << 17  # columns per block when forming float64 kernels from (possibly float32) Jacobians
+
+
+def _as_tuple(inputs):
+    if isinstance(inputs, tuple):
+        return inputs
+    if isinstance(inputs, list):
+        return tuple(inputs)
+    return (inputs,)
+
+
+def _to_tensors(inputs, dtype):
+    import torch
+
+    arrays = _as_tuple(inputs)
+    if not arrays:
+        raise ValueError("inputs must hold at least one array")
+    tensors = []
+    for a in arrays:
+        t = torch.as_tensor(np.asarray(a)) if not isinstance(a, torch.Tensor) else a
+        if t.ndim == 0:
+            raise ValueError("inputs: every array needs a leading dimension n")
+        if t.is_floating_point():
+            t = t.to(dtype)
+        tensors.append(t)
+    lead = {int(t.shape[0]) for t in tensors}
+    if len(lead) != 1:
+        raise ValueError(f"inputs: leading dimensions differ ({sorted(lead)}); every array must have n rows")
+    return tuple(tensors)
+
+
+def per_example_jacobian(model, inputs, param_names=None, method: str = "vmap", chunk_size: int = 32,
+                         max_bytes: int = 4 * 2 ** 30) -> np.ndarray:
+    """Per-example Jacobian J[i] = d f(x_i) / d theta, float64 array of shape (n, p).
+
+    ``model`` is a ``torch.nn.Module`` whose forward takes a batch (the arrays of ``inputs``, leading dimension
+    n) and returns shape (n,) or (n, 1). Columns follow ``model.named_parameters()`` order restricted to
+    ``param_names`` (default: the parameters with ``requires_grad``), each tensor flattened in C order.
+    ``method="vmap"`` uses ``torch.func.vmap(jacrev(functional_call))`` over chunks of ``chunk_size``
+    examples (the PyTorch tutorial's recipe); ``method="loop"`` runs one autograd pass per example.
+    Float arrays are cast to the dtype of the model's parameters; integer arrays (token ids) are kept.
+    """
+    import torch
+    from torch.func import functional_call, jacrev, vmap
+
+    if method not in ("vmap", "loop"):
+        raise ValueError(f"method must be 'vmap' or 'loop', got {method!r}")
+    if int(chunk_size) != chunk_size or chunk_size < 1:
+        raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
+    named = dict(model.named_parameters())
+    if param_names is None:
+        names = [k for k, v in named.items() if v.requires_grad]
+        if not names:
+            raise ValueError("param_names: the model has no trainable parameters (requires_grad)")
+    else:
+        names = list(param_names)
+        if not names:
+            raise ValueError("param_names must name at least one parameter")
+        unknown = [k for k in names if k not in named]
+        if unknown:
+            raise ValueError(f"param_names: unknown parameter(s) {unknown[:5]}")
+        order = list(named)
+        names = sorted(set(names), key=order.index)
+    dtype = named[names[0]].dtype
+    tensors = _to_tensors(inputs, dtype)
+    n = int(tensors[0].shape[0])
+    p = int(sum(named[k].numel() for k in names))
+    if n * p * 8 > max_bytes:
+        raise ValueError(f"the float64 Jacobian needs n * p * 8 = {n * p * 8} bytes > max_bytes = {max_bytes}; "
+                         "use a smaller parameter subset (param_names) or blockwise kernels / NTK-vector products")
+    with torch.no_grad():
+        probe = model(*[t[:1] for t in tensors])
+    if probe.ndim > 2 or probe.numel() != 1:
+        raise ValueError(f"the model must return one scalar per example (shape (n,) or (n, 1)); got shape "
+                         f"{tuple(probe.shape)} for one example")
+    out = np.empty((n, p), dtype=np.float64)
+    if method == "loop":
+        params = [named[k] for k in names]
+        for i in range(n):
+            f = model(*[t[i:i + 1] for t in tensors]).reshape(())
+            grads = torch.autograd.grad(f, params, allow_unused=True)
+            row = [torch.zeros_like(w) if g is None else g for g, w in zip(grads, params)]
+            out[i] = torch.cat([g.reshape(-1) for g in row]).double().numpy()
+        return out
+    train = {k: named[k].detach() for k in names}
+    frozen = {k: v.detach() for k, v in named.items() if k not in train}
+    buffers = dict(model.named_buffers())
+
+    def f_single(params, *xs):
+        y = functional_call(model, ({**frozen, **params}, buffers), tuple(x.unsqueeze(0) for x in xs))
+        return y.reshape(())
+
+    jac = vmap(jacrev(f_single), in_dims=(None,) + (0,) * len(tensors))
+    for start in range(0, n, int(chunk_size)):
+        stop = min(n, start + int(chunk_size))
+        blocks = jac(train, *[t[start:stop] for t in tensors])
+        out[start:stop] = torch.cat([blocks[k].reshape(stop - start, -1) for k in names], dim=1).double().numpy()
+    return out
+
+
+def _check_jacobians(J1, J2):
+    J1 = np.asarray(J1)
+    if J1.ndim != 2:
+        raise ValueError(f"J1 must be a 2-D array (n1, p), got shape {J1.shape}")
+    if J2 is None:
+        return J1, J1
+    J2 = np.asarray(J2)
+    if J2.ndim != 2:
+        raise ValueError(f"J2 must be a 2-D array (n2, p), got shape {J2.shape}")
+    if J1.shape[1] != J2.shape[1]:
+        raise ValueError(f"J1 and J2 must have the same number of columns p, got {J1.shape[1]} and {J2.shape[1]}")
+    return J1, J2
+
+
+def kernel_from_precond(J1, J2=None, precond=None, sign_train: bool = False) -> np.ndarray:
+    """K = J1 diag(precond) T(J2)^T in float64, formed in column blocks; T = sign if ``sign_train`` else id.
+
+    ``precond=None`` means the identity. Used by :func:`kernel_matrix` and for the oracle preconditioner
+    E3 (an average of P_t, which is not of the form 1/(sqrt(v)+eps)).
+    """
+    J1, J2 = _check_jacobians(J1, J2)
+    p = J1.shape[1]
+    if precond is not None:
+        precond = np.asarray(precond, dtype=np.float64)
+        if precond.shape != (p,):
+            raise ValueError(f"precond must have length p = {p}, got shape {precond.shape}")
+    K = np.zeros((J1.shape[0], J2.shape[0]), dtype=np.float64)
+    for start in range(0, p, BLOCK_COLS):
+        sl = slice(start, min(p, start + BLOCK_COLS))
+        A = np.asarray(J1[:, sl], dtype=np.float64)
+        B = np.asarray(J2[:, sl], dtype=np.float64)
+        if sign_train:
+            B = np.sign(B)
+        if precond is not None:
+            B = B * precond[sl]
+        K += A @ B.T
+    return K
+
+
+def kernel_matrix(J1, J2=None, kind: str = "oak", v_hat=None, eps: float = 1e-8) -> np.ndarray:
+    """Kernel matrix K (n1, n2) between evaluation rows J1 and training rows J2 (J2=None means J1).
+
+    - ``"oak"``: K = J1 diag(1 / (sqrt(v_hat) + eps)) J2^T, the Adam-preconditioned kernel with frozen
+      second-moment estimate ``v_hat`` (length p);
+    - ``"ntk"``: K = J1 J2^T (empirical NTK, the SGD kernel);
+    - ``"asym_signgd"``: K = J1 sign(J2)^T (Malladi et al. 2023; the sign is on the training side).
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    J1, J2 = _check_jacobians(J1, J2)
+    if kind == "ntk":
+        return kernel_from_precond(J1, J2)
+    if kind == "asym_signgd":
+        return kernel_from_precond(J1, J2, sign_train=True)
+    if v_hat is None:
+        raise ValueError("kind='oak' needs v_hat (the second-moment estimate, length p)")
+    v_hat = np.asarray(v_hat, dtype=np.float64)
+    if v_hat.shape != (J1.shape[1],):
+        raise ValueError(f"v_hat must have length p = {J1.shape[1]}, got shape {v_hat.shape}")
+    if not np.all(np.isfinite(v_hat)):
+        raise ValueError("v_hat must be finite")
+    if np.any(v_hat < 0):
+        raise ValueError("v_hat must be non-negative")
+    if not np.isfinite(eps) or eps < 0:
+        raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
+    if eps == 0 and np.any(v_hat == 0):
+        raise ValueError("eps = 0 with a zero entry of v_hat gives an infinite preconditioner; use eps > 0")
+    return kernel_from_precond(J1, J2, precond=1.0 / (np.sqrt(v_hat) + eps))
+
+
+def second_moment_estimate(J_train, residual, batch_size=None) -> np.ndarray:
+    """Estimator E2 of Adam's bias-corrected second moment at theta_0, shape (p,).
+
+    Per-example loss gradients G_i = r_i J(x_i) (loss (f - y)^2 / 2, r = f_0 - y), mean g = (1/n) sum_i G_i
+    and population variance sigma^2 = (1/n) sum_i (G_i - g)^2 (elementwise). For a batch of size B drawn
+    without replacement, E[g_B^2] = g^2 + (sigma^2 / B) (n - B) / (n - 1); ``batch_size=None`` (or B = n)
+    gives g^2, which is exactly Adam's v_hat_1 for a full-batch first step.
+    """
+    J = np.asarray(J_train)
+    if J.ndim != 2:
+        raise ValueError(f"J_train must be a 2-D array (n, p), got shape {J.shape}")
+    r = np.asarray(residual, dtype=np.float64).reshape(-1)
+    n = J.shape[0]
+    if r.shape[0] != n:
+        raise ValueError(f"residual has length {r.shape[0]} but J_train has {n} rows")
+    if batch_size is not None and (int(batch_size) != batch_size or not 1 <= batch_size <= n):
+        raise ValueError(f"batch_size must be an integer in [1, n = {n}], got {batch_size!r}")
+    p = J.shape[1]
+    g = np.zeros(p)
+    sq = np.zeros(p)
+    for start in range(0, p, BLOCK_COLS):
+        sl = slice(start, min(p, start + BLOCK_COLS))
+        G = r[:, None] * np.asarray(J[:, sl], dtype=np.float64)
+        g[sl] = G.mean(axis=0)
+        if batch_size is not None and batch_size < n:
+            sq[sl] = ((G - g[sl]) ** 2).mean(axis=0)
+    v = g ** 2
+    if batch_size is not None and batch_size < n:
+        v = v + sq / batch_size * (n - batch_size) / (n - 1)
+    return v

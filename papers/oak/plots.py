@@ -1,0 +1,191 @@
+"""Figures and tables of the oak reproduction, drawn from saved results (never recomputed).
+
+``python -m papers.oak.plots --results results/quick/oak --out figures/quick/oak --scale quick``
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from shared.plotting import main, method_colors, new_figure, save_figure
+from shared.results import atomic_write_text, read_arrays, read_metrics, read_tidy
+
+from papers.oak.testbed import CLIP, METHODS
+
+__all__ = ["make_figures", "LABELS"]
+
+LABELS = {"oak_e1": "OAK-E1 (warm-up)", "oak_e2": "OAK-E2 (theta_0)", "oak_e3": "OAK-E3 (oracle P)",
+          "ntk": "eNTK (Adam's lr)", "ntk_oracle": "eNTK (oracle lr)", "asgd_oracle": "A-SignGD (oracle lr)"}
+COLORS = method_colors(METHODS)
+TERM_LABELS = {"lin": "linearisation remainder", "eP_e1": "e_P (E1)", "eP_e2": "e_P (E2)", "total_e1": "total (E1)"}
+
+
+def _series(d: dict):
+    """{"T10": v, ...} (JSON keys sort as text) -> (T, values) in increasing T."""
+    items = sorted((int(k[1:]), v) for k, v in d.items())
+    return [t for t, _ in items], [v for _, v in items]
+
+
+def _load(results: Path, name: str):
+    path = results / name / "metrics.json"
+    return read_metrics(path)[name] if path.exists() else None
+
+
+def _relerr_figure(results: Path, out: Path, name: str, group_lo: str) -> None:
+    frame = read_tidy(results / name / "results.csv")
+    fig, axes = new_figure(width=5.0, height=3.6)
+    ax = axes[0, 0]
+    sub = frame[(frame["metric"] == "relerr") & (frame["group"] == group_lo)]
+    for method in METHODS:
+        d = sub[sub["method"] == method]
+        vals = d.assign(value=d["value"].astype(float).clip(upper=CLIP).fillna(CLIP)).groupby("step")["value"]
+        T = np.array(sorted(d["step"].unique()))
+        med, lo, hi = vals.median().loc[T], vals.min().loc[T], vals.max().loc[T]
+        ax.plot(T, med, marker="o", ms=3, color=COLORS[method], label=LABELS[method])
+        ax.fill_between(T, lo, hi, color=COLORS[method], alpha=0.15)
+        clipped = med >= CLIP
+        if clipped.any():
+            ax.scatter(T[clipped.values], med[clipped].values, marker="x", color=COLORS[method], s=40)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("Adam step T")
+    ax.set_ylabel("test relerr vs fine-tuning")
+    ax.set_title(f"{name}: {group_lo} (median, min-max over seeds; x = diverged, clipped)", fontsize=8)
+    ax.legend(fontsize=6)
+    save_figure(fig, out / f"relerr_vs_T_{name}.png")
+
+
+def _discrepancy(results: Path, out: Path) -> None:
+    fig, axes = new_figure(ncols=2, width=4.2, height=3.4)
+    for name, marker in (("digits", "o"), ("minilm", "s")):
+        m = _load(results, name)
+        if m is None:
+            continue
+        T = f"T{m['checkpoints'][-1]}"
+        for group, g in m["groups"].items():
+            if "lr1e-4" not in group and name == "digits":
+                continue
+            if name == "minilm" and group.startswith("sentiment_lr1e-3"):
+                continue
+            x = g["alignment"]
+            axes[0, 0].scatter(x, g["relerr"]["oak_e1"][T], marker=marker, label=f"{name} {group}")
+            axes[0, 1].scatter(x, g["probe_acc"], marker=marker, label=f"{name} {group}")
+    axes[0, 0].set_xlabel("kernel-target alignment A(K_0, y)")
+    axes[0, 0].set_ylabel("relerr OAK-E1 at T_max")
+    axes[0, 1].set_xlabel("kernel-target alignment A(K_0, y)")
+    axes[0, 1].set_ylabel("linear-probe test accuracy")
+    axes[0, 0].legend(fontsize=6)
+    save_figure(fig, out / "discrepancy.png")
+
+
+def _cumulative(results: Path, out: Path) -> None:
+    fig, axes = new_figure(ncols=2, width=4.2, height=3.4)
+    for name in ("digits", "minilm"):
+        m = _load(results, name)
+        if m is None:
+            continue
+        for group, g in m["groups"].items():
+            if name == "digits" and not group.startswith("a0_"):
+                continue
+            if name == "minilm" and not group.startswith("sentiment"):
+                continue
+            axes[0, 0].plot(*_series(g["relerr"]["oak_e1"]), marker="o", ms=3, label=f"{name} {group}")
+            axes[0, 1].plot(*_series(g["drift"]), marker="o", ms=3, label=f"{name} {group}")
+    for ax in axes[0]:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("Adam step T")
+    axes[0, 0].set_ylabel("relerr OAK-E1")
+    axes[0, 1].set_ylabel("kernel drift d(K_0, K_T)")
+    axes[0, 0].legend(fontsize=6)
+    save_figure(fig, out / "cumulative.png")
+
+
+def _error_terms(results: Path, out: Path) -> None:
+    fig, axes = new_figure(ncols=2, width=4.2, height=3.4)
+    for ax, (name, group) in zip(axes[0], (("digits", "a0_lr1e-4"), ("minilm", "sentiment_lr1e-4"))):
+        m = _load(results, name)
+        if m is None or group not in m["groups"]:
+            continue
+        for k, vals in m["groups"][group]["terms"].items():
+            ax.plot(*_series(vals), marker="o", ms=3, label=TERM_LABELS[k])
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("Adam step T")
+        ax.set_ylabel("||term|| / ||f_FT - f_0|| (median)")
+        ax.set_title(f"{name} {group}", fontsize=8)
+        ax.legend(fontsize=6)
+    save_figure(fig, out / "error_terms.png")
+
+
+def _scatter(results: Path, out: Path) -> None:
+    path = results / "minilm" / "scatter_sentiment.npz"
+    fig, axes = new_figure(width=3.8, height=3.6)
+    ax = axes[0, 0]
+    if path.exists():
+        arr = read_arrays(path)
+        ax.scatter(arr["f_ft"], arr["f_oak"], s=10)
+        lim = [min(arr["f_ft"].min(), arr["f_oak"].min()), max(arr["f_ft"].max(), arr["f_oak"].max())]
+        ax.plot(lim, lim, color="0.5", linestyle="--", linewidth=1)
+    ax.set_xlabel("f_FT (fine-tuned, T_max)")
+    ax.set_ylabel("f_OAK-E1")
+    ax.set_title("MiniLM sentiment, lowest lr, seed 0 (test set)", fontsize=8)
+    save_figure(fig, out / "scatter_T100.png")
+
+
+def _table_accuracy(results: Path, out: Path) -> None:
+    lines = ["**Test accuracy at T_max (median over seeds)**", "",
+             "| testbed | task / group | FT | OAK-E1 | eNTK oracle lr | converged OAK-E1 regression (best lam) | "
+             "linear probe |", "|---|---|---|---|---|---|---|"]
+    for name in ("digits", "minilm"):
+        m = _load(results, name)
+        if m is None:
+            continue
+        for group, g in m["groups"].items():
+            a = g["acc"]
+            lines.append(f"| {name} | {group} | {a['ft']:.3f} | {a['oak_e1']:.3f} | {a['ntk_oracle']:.3f} | "
+                         f"{a['krr_best']:.3f} | {g['probe_acc']:.3f} |")
+    atomic_write_text(out / "table_accuracy.md", "\n".join(lines) + "\n")
+
+
+def _table_perf(results: Path, out: Path) -> None:
+    base = results / "performance"
+    timings = read_metrics(base / "timings.json")
+    perf = read_metrics(base / "metrics.json")["performance"]
+    hw = read_metrics(base / "provenance.json").get("hardware", {})
+    lines = [f"**Empirical NTK three ways, and OAK prediction vs fine-tuning** (hardware: {hw.get('cpu', 'unknown')}, "
+             f"{hw.get('cores', '?')} cores, torch pinned to one thread; CPU seconds of the process, median of {perf['repeats']})", "",
+             "| model | n | p | (i) loop s | (ii) vmap+jacrev s | (iii) NTK-vector products s | (ii) speed-up vs (i) | "
+             "(iii) speed-up vs (i) | max rel. diff (ii),(iii) vs (i) | OAK predict s | fine-tune s | OAK / FT |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, t in timings.items():
+        ag = perf["agreement"][name]
+        lines.append(f"| {name} | {t['n']} | {t['p']} | {t['loop_s']:.3g} | {t['vmap_s']:.3g} | {t['ntvp_s']:.3g} | "
+                     f"{t['speedup_vmap']:.3g} | {t['speedup_ntvp']:.3g} | "
+                     f"{max(ag['vmap_vs_loop'], ag['ntvp_vs_loop']):.1e} | {t['oak_predict_s']:.3g} | "
+                     f"{t['finetune_s']:.3g} | {t['oak_over_ft']:.3g} |")
+    lines += ["", f"OAK predict = Jacobian + kernel + {next(iter(timings.values()))['T']} function-space steps; "
+              "fine-tune = the same number of full-batch Adam steps."]
+    atomic_write_text(out / "table_perf.md", "\n".join(lines) + "\n")
+
+
+def make_figures(results_dir, out_dir, scale: str) -> None:
+    """Write every figure and table whose results exist under ``results_dir``."""
+    results, out = Path(results_dir), Path(out_dir)
+    if (results / "digits" / "metrics.json").exists():
+        _relerr_figure(results, out, "digits", "a0_lr1e-4")
+    if (results / "minilm" / "metrics.json").exists():
+        _relerr_figure(results, out, "minilm", "sentiment_lr1e-4")
+    if any((results / n / "metrics.json").exists() for n in ("digits", "minilm")):
+        _discrepancy(results, out)
+        _cumulative(results, out)
+        _error_terms(results, out)
+        _scatter(results, out)
+        _table_accuracy(results, out)
+    if (results / "performance" / "metrics.json").exists():
+        _table_perf(results, out)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(make_figures))

@@ -1,0 +1,162 @@
+"""One fine-tuning run compared with its kernel predictions (shared by the digits and MiniLM testbeds).
+
+Adam (torch.optim.Adam, full batch, no weight decay) trains the real network for T_max steps; at the
+checkpoints the float64 predictions f_FT are compared with the function-space dynamics of
+:mod:`papers.oak.dynamics` under the kernels OAK-E1 (warm-up v_hat at T0), OAK-E2 (v_hat at theta_0 from
+:func:`second_moment_estimate`), OAK-E3 (oracle average of P_t), eNTK (Adam's lr and oracle lr) and A-SignGD
+(oracle lr).
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from papers.oak.dynamics import ORACLE_MULTIPLIERS, dynamics_multi_lr
+from papers.oak.kernels import kernel_from_precond, second_moment_estimate
+from papers.oak.metrics import kernel_drift, relerr_columns
+
+__all__ = ["finetune", "compare", "converged_kernel_regression", "METHODS", "CLIP", "KRR_LAMBDAS"]
+
+KRR_LAMBDAS = (0.0, 1e-6, 1e-4, 1e-2)
+
+
+def converged_kernel_regression(K_train, K_test, f0_train, f0_test, y_train, y_test, lambdas=KRR_LAMBDAS):
+    """Best test accuracy over lam of f = f_0 + K(x, X)(K(X, X) + lam ||K(X, X)||_op I)^{-1}(y - f_0(X))
+    (Malladi et al. 2023's converged kernel regression; lam = 0 by least squares)."""
+    accs = []
+    rhs = np.asarray(y_train) - np.asarray(f0_train)
+    for lam in lambdas:
+        if lam == 0:
+            alpha = np.linalg.lstsq(K_train, rhs, rcond=None)[0]
+        else:
+            alpha = np.linalg.solve(K_train + lam * np.linalg.norm(K_train, 2) * np.eye(len(rhs)), rhs)
+        f = np.asarray(f0_test) + K_test @ alpha
+        accs.append(float(np.mean(np.sign(f) == np.asarray(y_test))))
+    return max(accs)
+
+
+METHODS = ("oak_e1", "oak_e2", "oak_e3", "ntk", "ntk_oracle", "asgd_oracle")
+CLIP = 1.0e6  # relerr values above (or diverged) are clipped to this in metrics and marked
+
+
+def _flat(tensors):
+    import torch
+
+    return torch.cat([t.detach().reshape(-1).double() for t in tensors]).numpy()
+
+
+def finetune(net, loss_inputs, eval64, y_train, lr, T_max, checkpoints, T0, drift_T=(), drift_jac=None,
+             betas=(0.9, 0.999), eps=1e-8):
+    """Full-batch Adam on (f - y)^2 / 2; returns predictions and optimizer statistics per checkpoint.
+
+    ``loss_inputs(net)`` gives f(X_train) (float32 tensor); ``eval64(net64)`` gives (f_train, f_test) as
+    float64 numpy arrays from a float64 copy. ``drift_jac(net)`` returns the training-set Jacobian at the
+    current parameters (for the kernel drift at ``drift_T``).
+    """
+    import torch
+
+    params = [p for p in net.parameters() if p.requires_grad]
+    theta0 = _flat(params)
+    y = torch.as_tensor(np.asarray(y_train), dtype=torch.float32)
+    opt = torch.optim.Adam(params, lr=lr, betas=betas, eps=eps)
+    M = [torch.zeros_like(p, dtype=torch.float64) for p in params]
+    P_sum = [torch.zeros_like(p, dtype=torch.float64) for p in params]
+    out = {"f_train": {}, "f_test": {}, "delta": {}, "M": {}, "drift_K": {}, "v_hat_T0": None}
+    want, drift_T = set(checkpoints), set(drift_T)
+    b1, b2 = betas
+    for t in range(1, T_max + 1):
+        opt.zero_grad()
+        f = loss_inputs(net)
+        loss = 0.5 * ((f - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        with torch.no_grad():
+            for p, Mp, Pp in zip(params, M, P_sum):
+                st = opt.state[p]
+                Mp.add_(st["exp_avg"].double(), alpha=1.0 / (1 - b1 ** t))
+                v = st["exp_avg_sq"].double() / (1 - b2 ** t)
+                Pp.add_(1.0 / (v.sqrt_() + eps))
+        if t == T0:
+            out["v_hat_T0"] = _flat([opt.state[p]["exp_avg_sq"] for p in params]) / (1 - b2 ** t)
+        if t in want:
+            net64 = copy.deepcopy(net).double()
+            f_tr, f_te = eval64(net64)
+            out["f_train"][t], out["f_test"][t] = f_tr, f_te
+            out["delta"][t] = _flat(params) - theta0
+            out["M"][t] = _flat(M)
+        if t in drift_T and drift_jac is not None:
+            Jt = drift_jac(net)
+            out["drift_K"][t] = Jt @ Jt.T
+    out["P_mean"] = _flat(P_sum) / T_max
+    return out
+
+
+def compare(J, n_train, f0_train, f0_test, y_train, y_test, run, lr, checkpoints, base=None, eps=1e-8):
+    """Kernel predictions of one fine-tuning run ``run``; ``J`` stacks the training rows (first ``n_train``)
+    and the test rows. (from :func:`finetune`) and their errors.
+
+    ``base`` caches kernels that do not depend on the run (ntk, asgd, and E2 per residual). Returns a dict
+    of per-checkpoint arrays: relerr and agreement per method, accuracies, error terms, oracle multipliers.
+    """
+    base = {} if base is None else base
+    J_all, n = J, int(n_train)
+    J_train, J_test = J[:n], J[n:]
+
+    def kern(key, **kw):
+        if key not in base:
+            base[key] = kernel_from_precond(J_all, J_train, **kw)
+        return base[key]
+
+    resid = np.asarray(f0_train) - np.asarray(y_train)
+    v_e2 = second_moment_estimate(J_train, resid)
+    P = {"oak_e1": 1.0 / (np.sqrt(run["v_hat_T0"]) + eps), "oak_e2": 1.0 / (np.sqrt(v_e2) + eps),
+         "oak_e3": run["P_mean"]}
+    K = {"oak_e1": kernel_from_precond(J_all, J_train, precond=P["oak_e1"]),
+         "oak_e2": kern(("e2", resid.tobytes()), precond=P["oak_e2"]),
+         "oak_e3": kernel_from_precond(J_all, J_train, precond=P["oak_e3"]),
+         "ntk": kern("ntk"), "asgd": kern("asgd", sign_train=True)}
+    steps = max(checkpoints)
+    res = {"relerr": {m: [] for m in METHODS}, "agreement": {m: [] for m in METHODS}, "acc": {}, "oracle_c": {},
+           "terms": {"lin": [], "eP_e1": [], "eP_e2": [], "total_e1": []}}
+    preds = {}
+    for key in ("oak_e1", "oak_e2", "oak_e3", "ntk"):
+        _, _, ev = dynamics_multi_lr(K[key][:n], K[key][n:], f0_train, f0_test, y_train, [lr], steps,
+                                     checkpoints=checkpoints)
+        preds[key] = ev[..., 0]
+    for key, kk in (("ntk_oracle", "ntk"), ("asgd_oracle", "asgd")):
+        _, _, ev = dynamics_multi_lr(K[kk][:n], K[kk][n:], f0_train, f0_test, y_train, lr * ORACLE_MULTIPLIERS,
+                                     steps, checkpoints=checkpoints)
+        best_pred, best_c = [], []
+        for i, t in enumerate(checkpoints):
+            errs = relerr_columns(run["f_test"][t], ev[i], f0_test)
+            j = int(np.argmin(errs))
+            best_pred.append(ev[i][:, j])
+            best_c.append(float(ORACLE_MULTIPLIERS[j]))
+        preds[key] = np.array(best_pred)
+        res["oracle_c"][key] = best_c
+    for i, t in enumerate(checkpoints):
+        f_ft = run["f_test"][t]
+        denom = np.linalg.norm(f_ft - f0_test)
+        for m in METHODS:
+            pred = preds[m][i]
+            with np.errstate(over="ignore", invalid="ignore"):
+                e = float(np.linalg.norm(f_ft - pred) / denom)
+            res["relerr"][m].append(e if np.isfinite(e) else np.inf)
+            res["agreement"][m].append(float(np.mean(np.sign(pred) == np.sign(f_ft))))
+        Jd = J_test @ run["delta"][t]
+        lin = f_ft - (f0_test + Jd)
+        res["terms"]["lin"].append(float(np.linalg.norm(lin) / denom))
+        for key in ("oak_e1", "oak_e2"):
+            eP = -Jd - lr * (J_test @ (P[key] * run["M"][t]))
+            res["terms"]["eP_" + key[-2:]].append(float(np.linalg.norm(eP) / denom))
+        res["terms"]["total_e1"].append(res["relerr"]["oak_e1"][-1])
+    T = checkpoints[-1]
+    res["acc"] = {"ft": float(np.mean(np.sign(run["f_test"][T]) == y_test)),
+                  "oak_e1": float(np.mean(np.sign(preds["oak_e1"][-1]) == y_test)),
+                  "ntk_oracle": float(np.mean(np.sign(preds["ntk_oracle"][-1]) == y_test))}
+    res["acc"]["krr_best"] = converged_kernel_regression(K["oak_e1"][:n], K["oak_e1"][n:], f0_train, f0_test,
+                                                         y_train, y_test)
+    res["pred_e1_T"] = preds["oak_e1"][-1]
+    res["drift"] = {int(t): kernel_drift(K["ntk"][:n], KT) for t, KT in run["drift_K"].items()}
+    return res

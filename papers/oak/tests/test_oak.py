@@ -1,0 +1,279 @@
+"""Unit tests of the oak reproduction: exact identities, small known answers and every bad input of the spec."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from papers.oak import data as D
+from papers.oak.dynamics import ORACLE_MULTIPLIERS, kernel_dynamics
+from papers.oak.kernels import kernel_matrix, per_example_jacobian, second_moment_estimate
+from papers.oak.metrics import function_space_error, kernel_alignment, kernel_drift
+
+torch.set_num_threads(1)
+
+
+# ------------------------------------------------------------------------------------------- kernels
+def test_kernel_matrix_known_2x3():
+    J1 = np.array([[1.0, 2.0, 3.0], [0.0, -1.0, 1.0]])
+    J2 = np.array([[-2.0, 0.5, 0.0], [1.0, -3.0, 4.0]])
+    assert np.allclose(kernel_matrix(J1, J2, kind="ntk"), [[-1.0, 7.0], [-0.5, 7.0]])
+    # sign on the training side J2: sign(J2) = [[-1, 1, 0], [1, -1, 1]]
+    assert np.allclose(kernel_matrix(J1, J2, kind="asym_signgd"), [[1.0, 2.0], [-1.0, 2.0]])
+    # sign on the evaluation side would give J1 sign... != ; guard the convention
+    assert not np.allclose(kernel_matrix(J1, J2, kind="asym_signgd"), np.sign(J1) @ J2.T)
+    v = np.array([1.0, 4.0, 16.0])  # P = 1/(sqrt v) = [1, 1/2, 1/4] with eps = 0
+    assert np.allclose(kernel_matrix(J1, J2, kind="oak", v_hat=v, eps=0.0), [[-2.0 + 0.5, 1.0 - 3.0 + 3.0],
+                                                                         [-0.25, 1.5 + 1.0]])
+    assert np.allclose(kernel_matrix(J1, kind="ntk"), J1 @ J1.T)
+
+
+def test_oak_with_unit_v_is_scaled_ntk():
+    rng = np.random.default_rng(0)
+    J = rng.standard_normal((4, 6))
+    assert np.allclose(kernel_matrix(J, kind="oak", v_hat=np.ones(6), eps=1.0), 0.5 * J @ J.T)
+
+
+def test_second_moment_estimate_identities():
+    rng = np.random.default_rng(1)
+    n, p = 5, 3
+    J = rng.standard_normal((n, p))
+    r = rng.standard_normal(n)
+    G = r[:, None] * J
+    assert np.allclose(second_moment_estimate(J, r), G.mean(0) ** 2)
+    assert np.allclose(second_moment_estimate(J, r, batch_size=n), G.mean(0) ** 2)
+    assert np.allclose(second_moment_estimate(J, r, batch_size=1), (G ** 2).mean(0))
+    # exact expectation over all batches of size 2 drawn without replacement
+    exp = np.mean([G[list(b)].mean(0) ** 2 for b in itertools.combinations(range(n), 2)], axis=0)
+    assert np.allclose(second_moment_estimate(J, r, batch_size=2), exp)
+
+
+# ------------------------------------------------------------------------------------------- dynamics
+def _adam_linear(X, Xe, y, theta0, v_hat, lr, steps, batches=None, beta1=0.9):
+    P = 1.0 / (np.sqrt(v_hat) + 1e-8)
+    theta, m, tr, ev = theta0.copy(), np.zeros_like(theta0), [], []
+    for t in range(1, steps + 1):
+        idx = np.arange(len(y)) if batches is None else batches[t - 1]
+        g = X[idx].T @ (X[idx] @ theta - y[idx]) / len(idx)
+        m = beta1 * m + (1 - beta1) * g
+        theta = theta - lr * P * m / (1 - beta1 ** t)
+        tr.append(X @ theta)
+        ev.append(Xe @ theta)
+    return np.array(tr), np.array(ev)
+
+
+@pytest.mark.parametrize("minibatch", [False, True])
+def test_dynamics_equal_adam_for_linear_model(minibatch):
+    rng = np.random.default_rng(2)
+    n, p, steps = 10, 15, 30
+    X, Xe = rng.standard_normal((n, p)), rng.standard_normal((4, p))
+    y, theta0 = np.sign(rng.standard_normal(n)), rng.standard_normal(p)
+    v = rng.uniform(0.5, 2.0, p)
+    batches = [rng.choice(n, 3, replace=False) for _ in range(steps)] if minibatch else None
+    tr, ev = _adam_linear(X, Xe, y, theta0, v, 0.01, steps, batches)
+    out = kernel_dynamics(kernel_matrix(X, kind="oak", v_hat=v), kernel_matrix(Xe, X, kind="oak", v_hat=v),
+                          X @ theta0, Xe @ theta0, y, 0.01, steps, batches=batches)
+    assert out["steps"] == list(range(1, steps + 1))
+    assert np.abs(out["train"] - tr).max() < 1e-12 and np.abs(out["eval"] - ev).max() < 1e-12
+
+
+def test_first_step_closed_form_and_e2_matches_torch_adam():
+    rng = np.random.default_rng(3)
+    n, p, lr = 6, 4, 1e-3
+    X = rng.standard_normal((n, p))
+    y = np.sign(rng.standard_normal(n))
+    w0 = rng.standard_normal(p)
+    K = X @ X.T
+    out = kernel_dynamics(K, K, X @ w0, X @ w0, y, lr, 1, checkpoints=[0, 1])
+    r = X @ w0 - y
+    assert np.allclose(out["train"][0], X @ w0)
+    assert np.allclose(out["train"][1], X @ w0 - lr * K @ r / n)  # u_hat_1 = s_1 = r / n
+    # full-batch E2 gives v_hat_1 = g^2: OAK-E2 reproduces torch's first Adam step on a linear model
+    w = torch.tensor(w0, requires_grad=True)
+    opt = torch.optim.Adam([w], lr=lr)
+    (0.5 * ((torch.tensor(X) @ w - torch.tensor(y)) ** 2).mean()).backward()
+    opt.step()
+    v = second_moment_estimate(X, r)
+    Ko = kernel_matrix(X, kind="oak", v_hat=v)
+    f1 = kernel_dynamics(Ko, Ko, X @ w0, X @ w0, y, lr, 1)["train"][0]
+    assert np.allclose(f1, X @ w.detach().numpy(), rtol=0, atol=1e-12)
+    assert np.allclose(X @ w.detach().numpy(), X @ w0 - lr * X @ np.sign(X.T @ r / n), atol=1e-9)
+
+
+def test_oracle_grid():
+    assert ORACLE_MULTIPLIERS.size == 81
+    assert np.isclose(ORACLE_MULTIPLIERS[40], 1.0) and np.isclose(ORACLE_MULTIPLIERS[0], 1e-10)
+
+
+def test_dynamics_nonfinite():
+    K = np.array([[1e6]])
+    with pytest.raises(FloatingPointError, match="step"):
+        kernel_dynamics(K, K, [0.0], [0.0], [1.0], 1e3, 200)
+    out = kernel_dynamics(K, K, [0.0], [0.0], [1.0], 1e3, 200, on_nonfinite="propagate")
+    assert not np.all(np.isfinite(out["train"]))
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(K_train=np.ones((2, 3))), "K_train"), (dict(f0_train=[0.0]), "f0_train"),
+    (dict(K_eval=np.ones((1, 3))), "K_eval"), (dict(lr=0.0), "lr"), (dict(lr=np.inf), "lr"),
+    (dict(steps=-1), "steps"), (dict(beta1=1.0), "beta1"), (dict(batches=[[0]]), "batches"),
+    (dict(batches=[[0], [5]]), "index"), (dict(batches=[[0], [1, 1]]), "repeats"),
+    (dict(checkpoints=[3]), "checkpoints"), (dict(on_nonfinite="x"), "on_nonfinite")])
+def test_dynamics_bad_inputs(kw, match):
+    args = dict(K_train=np.eye(2), K_eval=np.ones((1, 2)), f0_train=[0.0, 0.0], f0_eval=[0.0], y_train=[1.0, -1.0],
+                lr=0.1, steps=2)
+    args.update(kw)
+    with pytest.raises(ValueError, match=match):
+        kernel_dynamics(**args)
+
+
+# ------------------------------------------------------------------------------------------- jacobians
+class _Lin(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 1)
+
+    def forward(self, x):
+        return self.lin(x).squeeze(-1)
+
+
+def test_jacobian_linear_known_and_methods_agree():
+    torch.manual_seed(0)
+    x = np.arange(12.0).reshape(4, 3)
+    for method in ("vmap", "loop"):
+        J = per_example_jacobian(_Lin(), x, method=method, chunk_size=3)
+        assert J.dtype == np.float64 and np.allclose(J, np.hstack([x, np.ones((4, 1))]))
+    J = per_example_jacobian(_Lin(), x, param_names=["lin.bias"])
+    assert np.allclose(J, np.ones((4, 1)))
+    mlp = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.GELU(), torch.nn.Linear(5, 1)).double()
+    assert np.allclose(per_example_jacobian(mlp, x), per_example_jacobian(mlp, x, method="loop"), atol=1e-12)
+
+
+def test_jacobian_bad_inputs():
+    x = np.ones((4, 3))
+    with pytest.raises(ValueError, match="scalar"):
+        per_example_jacobian(torch.nn.Linear(3, 2), x)
+    with pytest.raises(ValueError, match="leading"):
+        per_example_jacobian(_Lin(), (x, np.ones((3, 3))))
+    with pytest.raises(ValueError, match="param_names"):
+        per_example_jacobian(_Lin(), x, param_names=["nope"])
+    frozen = _Lin().requires_grad_(False)
+    with pytest.raises(ValueError, match="trainable"):
+        per_example_jacobian(frozen, x)
+    with pytest.raises(ValueError, match="method"):
+        per_example_jacobian(_Lin(), x, method="fast")
+    with pytest.raises(ValueError, match="chunk_size"):
+        per_example_jacobian(_Lin(), x, chunk_size=0)
+    with pytest.raises(ValueError, match="max_bytes"):
+        per_example_jacobian(_Lin(), x, max_bytes=100)
+
+
+def test_kernel_bad_inputs():
+    J = np.ones((2, 3))
+    for kw, match in [(dict(J1=np.ones(3)), "J1"), (dict(J2=np.ones(3)), "J2"), (dict(J2=np.ones((2, 4))), "columns"),
+                      (dict(kind="rbf"), "kind"), (dict(v_hat=None), "v_hat"), (dict(v_hat=np.ones(2)), "length"),
+                      (dict(v_hat=-np.ones(3)), "non-negative"), (dict(v_hat=np.array([1, np.nan, 1])), "finite"),
+                      (dict(eps=-1.0), "eps"), (dict(eps=0.0, v_hat=np.array([1.0, 0.0, 1.0])), "eps")]:
+        args = dict(J1=J, J2=None, kind="oak", v_hat=np.ones(3), eps=1e-8)
+        args.update(kw)
+        with pytest.raises(ValueError, match=match):
+            kernel_matrix(**args)
+    with pytest.raises(ValueError, match="residual"):
+        second_moment_estimate(J, [1.0])
+    for b in (0, 3, 1.5):
+        with pytest.raises(ValueError, match="batch_size"):
+            second_moment_estimate(J, [1.0, 2.0], batch_size=b)
+
+
+# ------------------------------------------------------------------------------------------- metrics
+def test_metrics_known_answers():
+    out = function_space_error([1.0, -1.0], [1.0, 1.0], [0.0, 0.0])
+    assert np.isclose(out["relerr"], 2.0 / np.sqrt(2.0)) and out["agreement"] == 0.5
+    with pytest.raises(ValueError, match="shape"):
+        function_space_error([1.0], [1.0, 2.0], [0.0])
+    with pytest.raises(ValueError, match="zero denominator"):
+        function_space_error([1.0, 2.0], [1.0, 2.0], [1.0, 2.0])
+    y = np.array([1.0, -1.0, 1.0])
+    assert np.isclose(kernel_alignment(np.outer(y, y), y), 1.0)
+    K = np.array([[2.0, 1.0], [1.0, 3.0]])
+    assert np.isclose(kernel_drift(K, 5 * K), 0.0) and np.isclose(kernel_drift(np.eye(2), [[0.0, 1.0], [1.0, 0.0]]), 1.0)
+    assert np.isclose(kernel_drift(np.eye(2), K), 1.0 - 5.0 / (np.sqrt(2.0) * np.sqrt(15.0)))
+
+
+# ------------------------------------------------------------------------------------------- data
+def test_vader_words_counts_and_checksum(tmp_path):
+    words, means = D.vader_words()
+    assert len(words) == 5578 and int((means > 0).sum()) == 2435
+    assert sum(len(w) % 2 == 0 for w in words) == 2838
+    assert np.all(D.word_labels(words[:3], means[:3], "parity") == [1.0 if len(w) % 2 == 0 else -1.0 for w in words[:3]])
+    bad = tmp_path / "lex.txt"
+    bad.write_text("good\t2.0\t0.5\t[2]\n")
+    with pytest.raises(RuntimeError, match="checksum"):
+        D.vader_words(bad)
+    with pytest.raises(ValueError, match="pool"):
+        D.sample_words(10, 8, 5, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="task"):
+        D.word_labels(words[:2], means[:2], "topic")
+
+
+def test_digits_split_and_rotation():
+    x_pre, y_pre, x_pool, y_pool = D.digits_split(0)
+    assert x_pre.shape == (450, 64) and x_pool.shape == (451, 8, 8) and set(np.unique(y_pool)) <= set(range(5))
+    assert np.allclose(D.rotate_images(x_pool[:2], 0.0), x_pool[:2].reshape(2, 64))
+    assert np.allclose(D.rotate_images(x_pool[:1], 90.0).reshape(8, 8), np.rot90(x_pool[0]), atol=1e-12)
+    with pytest.raises(ValueError, match="alpha"):
+        D.rotate_images(x_pool[:1], np.nan)
+
+
+def test_config_rejects_t0_after_tmax():
+    from papers.oak.experiments import _check_common
+
+    with pytest.raises(ValueError, match="T0"):
+        _check_common({"T0": 10, "T_max": 5, "checkpoints": [5]})
+
+
+# ------------------------------------------------------------------------------------------- models
+def test_minilm_top_reconstructs_last_layer_tiny_bert():
+    from transformers import BertTokenizerFast  # noqa: F401  (import check only)
+
+    from papers.oak.models import MiniLMTop, minilm_features, pack_tokens, tiny_bert
+
+    enc = tiny_bert(200, seed=0)
+
+    class Tok:
+        def __call__(self, words, **kw):
+            ids = torch.tensor([[101, 5, 102, 0], [101, 7, 8, 102]][: len(words)])
+            return {"input_ids": ids, "attention_mask": (ids != 0).long()}
+
+    a, mask, hidden = minilm_features(Tok(), enc, ["x", "y"])
+    top = MiniLMTop(enc, seed=0)
+    with torch.no_grad():
+        z = top.tokens(a)
+        assert (z - hidden).abs()[mask.bool()].max() < 1e-5
+        a_flat, seg = pack_tokens(a, mask)
+        assert torch.allclose(top(a, mask), top.forward_flat(a_flat, seg, 2), atol=1e-6)
+    n_params = sum(p.numel() for p in top.parameters())
+    assert n_params == 2 * 32 * 64 + 64 + 32 + 2 * 32 + 33
+
+
+def test_encode_sentences_bad_inputs():
+    from papers.oak.models import encode_sentences
+
+    for bad in ([], "text", ["a", 3]):
+        with pytest.raises(ValueError):
+            encode_sentences(bad)
+
+
+def test_converged_kernel_regression_interpolates_training_points():
+    from papers.oak.testbed import converged_kernel_regression
+
+    rng = np.random.default_rng(4)
+    J = rng.standard_normal((5, 12))
+    K = J @ J.T
+    y = np.array([1.0, -1.0, 1.0, 1.0, -1.0])
+    f0 = 0.1 * rng.standard_normal(5)
+    # test points = training points: lam = 0 interpolates y, so the best accuracy is 1
+    assert converged_kernel_regression(K, K, f0, f0, y, y) == 1.0
+    assert converged_kernel_regression(K, K, f0, f0, y, -y, lambdas=(0.0,)) == 0.0
