@@ -43,7 +43,7 @@ def _speed_figure(results: Path, out: Path) -> None:
 
 
 def _speed_table(results: Path, out: Path) -> None:
-    metrics = read_metrics(results / "speed" / "metrics.json")["speed"]
+    metrics = read_metrics(results / "speed" / "timing.json")["speed"]
     prov = read_metrics(results / "speed" / "provenance.json")
     df = read_tidy(results / "speed" / "results.csv")
     rows = []

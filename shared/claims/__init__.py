@@ -6,8 +6,8 @@
 - :mod:`shared.claims.index`: render ``reports/README.md`` from the reports that exist.
 - :mod:`shared.claims.gate`: fail when a verdict differs from ``expected`` or from the committed report.
 """
-from shared.claims.check import (REPRODUCED, NOT_REPRODUCED, MISSING, NOT_EVALUATED, Verdict, load_claims, check_for_scale,
+from shared.claims.check import (REPRODUCED, NOT_REPRODUCED, MISSING, NOT_EVALUATED, SKIPPED, Verdict, load_claims, check_for_scale,
                                  expected_for_scale, evaluate_check, evaluate_claim, format_check)
 
-__all__ = ["REPRODUCED", "NOT_REPRODUCED", "MISSING", "NOT_EVALUATED", "Verdict", "load_claims", "check_for_scale",
+__all__ = ["REPRODUCED", "NOT_REPRODUCED", "MISSING", "NOT_EVALUATED", "SKIPPED", "Verdict", "load_claims", "check_for_scale",
            "expected_for_scale", "evaluate_check", "evaluate_claim", "format_check"]

@@ -8,13 +8,14 @@ from pathlib import Path
 from shared.config import SCALES, load_yaml, validate
 from shared.results import get_key, read_metrics
 
-__all__ = ["REPRODUCED", "NOT_REPRODUCED", "MISSING", "NOT_EVALUATED", "Verdict", "load_claims", "check_for_scale",
+__all__ = ["REPRODUCED", "NOT_REPRODUCED", "MISSING", "NOT_EVALUATED", "SKIPPED", "Verdict", "load_claims", "check_for_scale",
            "expected_for_scale", "evaluate_check", "evaluate_claim", "format_check"]
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not_reproduced"
 MISSING = "missing_metric"
 NOT_EVALUATED = "not_evaluated"  # the metric is null: the run could not measure it (e.g. no LLM backend)
+SKIPPED = "skipped"  # the claim lists this scale under skip_at (smoke only: its settings cannot produce the metric)
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,8 @@ def evaluate_claim(claim: dict, results_dir: str | Path, scale: str) -> Verdict:
     """Evaluate one claim on the metrics under ``results_dir`` (``results/<scale>/<slug>``)."""
     results_dir = Path(results_dir)
     check, expected = check_for_scale(claim, scale), expected_for_scale(claim, scale)
+    if scale in claim.get("skip_at", ()):
+        return Verdict(claim["id"], None, None, check, SKIPPED, expected, f"not run at {scale} scale (skip_at)")
     try:
         value = _lookup(results_dir, claim["metric"])
     except KeyError as exc:

@@ -22,7 +22,7 @@ __all__ = ["AUDIT_MARK", "readme_section", "render_report", "parse_audit_block",
 
 AUDIT_MARK = "<!-- audit: "
 _VERDICT_TEXT = {REPRODUCED: "reproduced", "not_reproduced": "**not reproduced**", MISSING: "**missing metric**",
-                 "not_evaluated": "not evaluated"}
+                 "not_evaluated": "not evaluated", "skipped": "not run at this scale"}
 
 
 def readme_section(readme: str, heading: str) -> str:

@@ -3,7 +3,7 @@ import json
 import pytest
 import yaml
 
-from shared.claims import (MISSING, NOT_EVALUATED, NOT_REPRODUCED, REPRODUCED, check_for_scale, evaluate_check, evaluate_claim,
+from shared.claims import (MISSING, NOT_EVALUATED, NOT_REPRODUCED, SKIPPED, REPRODUCED, check_for_scale, evaluate_check, evaluate_claim,
                            expected_for_scale, format_check, load_claims)
 from shared.claims.report import parse_audit_block, readme_section
 from shared.config import ConfigError
@@ -53,6 +53,9 @@ def test_evaluate_claim_verdicts(tmp_path):
     missing = evaluate_claim({**CLAIM, "metric": {"file": "e/metrics.json", "key": "a.c"}}, tmp_path, "quick")
     assert missing.verdict == MISSING and "a.c" in missing.detail
     assert evaluate_claim({**CLAIM, "metric": {"file": "x.json", "key": "a"}}, tmp_path, "quick").verdict == MISSING
+    skipped = evaluate_claim({**CLAIM, "skip_at": ["smoke"]}, tmp_path, "smoke")
+    assert skipped.verdict == SKIPPED and evaluate_claim({**CLAIM, "skip_at": ["smoke"]}, tmp_path, "quick").verdict \
+        == REPRODUCED
     (tmp_path / "e" / "metrics.json").write_text(json.dumps({"a": {"b": None}}))
     assert evaluate_claim(CLAIM, tmp_path, "quick").verdict == NOT_EVALUATED
 
@@ -61,6 +64,9 @@ def test_load_claims_validates_and_names_key(tmp_path):
     path = tmp_path / "claims.yaml"
     path.write_text(yaml.safe_dump([{**CLAIM, "origin": "guess"}]))
     with pytest.raises(ConfigError, match="key '0.origin'"):
+        load_claims(path)
+    path.write_text(yaml.safe_dump([{**CLAIM, "skip_at": ["quick"]}]))
+    with pytest.raises(ConfigError, match="skip_at"):
         load_claims(path)
     path.write_text(yaml.safe_dump([CLAIM, CLAIM]))
     with pytest.raises(ConfigError, match="duplicate claim id"):
