@@ -339,6 +339,7 @@ def run_speed(params: dict, ctx: RunContext):
     n = 8 * gate_k
     metrics["speed"]["sinkhorn_ratio_largest_n"] = metrics["speed"][f"sinkhorn_ratio_n{n}_uniform"]
     metrics["speed"]["reduced_only_ratio_largest_n"] = metrics["speed"][f"reduced_only_ratio_n{n}_uniform"]
+    metrics["speed"]["gate_n"] = n
     ctx.record(cpu_threads=os.cpu_count(), blas=threadpool_info())
     # Timings differ from run to run: they go to timing.json (read by the speed claims and speed.md), so that
     # metrics.json stays byte-identical for the same config.
