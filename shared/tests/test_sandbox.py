@@ -68,7 +68,7 @@ def test_bad_entry_and_non_json_value(sandbox):
 def test_wall_timeout_kills_the_process_group(sandbox):
     code = "import subprocess\nprint(subprocess.Popen(['sleep', '60']).pid, flush=True)\nwhile True:\n    pass"
     start = time.monotonic()
-    result = sandbox.run_code(code, timeout_s=3.0)  # time for the child to start and print under load
+    result = sandbox.run_code(code, timeout_s=3.0, cpu_s=60.0)  # the wall limit must fire first
     assert result.status == "timeout" and "wall-time" in result.error and result.returncode == -9
     assert time.monotonic() - start < 15
     assert _gone(int(result.stdout.split()[0]))
