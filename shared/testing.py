@@ -1,53 +1,34 @@
-"""Helpers for the tests of a paper folder: run a scale in-process, check figures, claim keys and determinism.
+"""Helpers for the tests of a paper folder: run some experiments of a scale in-process.
 
-The workflow's own end-to-end test (``tests/test_smoke_end_to_end.py``) runs every paper through Snakemake;
-these helpers let a paper's unit tests do the same for one paper in seconds.
+The workflow's own end-to-end test (``tests/test_smoke_end_to_end.py``) runs every paper through Snakemake
+at smoke scale and checks what every paper shares: figures written, claim metrics present (the audit gate),
+byte-identical reruns. A paper's tests use :func:`run_scale` only to check something specific about its
+experiments' outputs.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Iterable, Mapping
 
-from shared.claims.check import load_claims
 from shared.config import load_paper_config
 from shared.experiment import run_experiment
-from shared.results import get_key, read_metrics
 
-__all__ = ["run_scale", "missing_figures", "claim_metric_values", "rerun_is_identical"]
+__all__ = ["run_scale"]
 
 
 def run_scale(experiments: Mapping[str, Callable], config_path: str | Path, out_root: str | Path,
-              scale: str = "smoke") -> Path:
-    """Run every experiment configured at ``scale`` into ``out_root/<name>``; return ``out_root``."""
+              scale: str = "smoke", names: Iterable[str] | None = None) -> Path:
+    """Run the experiments ``names`` (default: every one configured at ``scale``) into ``out_root/<name>``.
+
+    Experiments run in the given order, so an experiment that reuses another's output comes after it.
+    Returns ``out_root``. A name that the scale does not configure raises ``KeyError`` naming it.
+    """
     out_root = Path(out_root)
-    for name in load_paper_config(config_path)[scale]["experiments"]:
+    configured = load_paper_config(config_path)[scale]["experiments"]
+    names = list(configured) if names is None else list(names)
+    unknown = [n for n in names if n not in configured]
+    if unknown:
+        raise KeyError(f"experiments {unknown} are not configured at scale {scale!r} in {config_path}")
+    for name in names:
         run_experiment(experiments, name, config_path, scale, out_root / name)
     return out_root
-
-
-def missing_figures(make_figures: Callable, results_root: str | Path, out_dir: str | Path,
-                    config_path: str | Path, scale: str = "smoke") -> list[str]:
-    """Draw the figures from ``results_root``; return those listed in the config that are absent or empty."""
-    out_dir = Path(out_dir)
-    make_figures(Path(results_root), out_dir, scale)
-    listed = load_paper_config(config_path)[scale]["figures"]
-    return [f for f in listed if not (out_dir / f).is_file() or (out_dir / f).stat().st_size == 0]
-
-
-def claim_metric_values(claims_path: str | Path, results_root: str | Path) -> dict[tuple[str, str], object]:
-    """``{(claim id, "metric" | "spread"): value}`` read from the results; KeyError names a missing key."""
-    values = {}
-    for claim in load_claims(claims_path):
-        for part in ("metric", "spread"):
-            if part in claim:
-                ref = claim[part]
-                values[(claim["id"], part)] = get_key(read_metrics(Path(results_root) / ref["file"]), ref["key"])
-    return values
-
-
-def rerun_is_identical(experiments: Mapping[str, Callable], config_path: str | Path, name: str,
-                       results_root: str | Path, tmp_dir: str | Path, scale: str = "smoke") -> bool:
-    """Run experiment ``name`` again into ``tmp_dir`` and compare its metrics.json with the first run's bytes."""
-    again = Path(tmp_dir) / name
-    run_experiment(experiments, name, config_path, scale, again)
-    return (again / "metrics.json").read_bytes() == (Path(results_root) / name / "metrics.json").read_bytes()

@@ -136,7 +136,27 @@ def _summary(results, metrics, out):
     for r in frame.itertuples(index=False):
         lines.append("| " + " | ".join(v if isinstance(v, str) else ("-" if np.isnan(v) else f"{v:.4g}")
                                        for v in r) + " |")
+    lines += _llm_summary(results)
     atomic_write_text(out / "summary.md", "\n".join(lines) + "\n")
+
+
+def _llm_summary(results) -> list[str]:
+    """Markdown lines for the SmolLM2 + LoRA arm (``llm`` experiment), or a line saying it was not run."""
+    path = results / "llm" / "metrics.json"
+    met = read_metrics(path) if path.exists() else {"run": False}
+    if not met.get("run"):
+        return ["", "SmolLM2-135M-Instruct + LoRA arm: not run at this scale (full scale only)."]
+    lines = ["", f"**SmolLM2-135M-Instruct + LoRA, held-out exact match after {met['steps']} steps (mean over "
+                 f"seeds {met['seeds']})**", "", "| task | method | exact_match_% | exact_match_se | pref_acc_% |",
+             "|---|---|---|---|---|"]
+    for task, v in met.items():
+        if not (isinstance(v, dict) and "methods" in v):
+            continue
+        lines.append(f"| {task} | pretrained reference | {100 * v['reference']['exact_match']:.4g} | - | - |")
+        for m, r in v["methods"].items():
+            lines.append(f"| {task} | {_label(m)} | {100 * r['exact_match']['mean']:.4g} | "
+                         f"{100 * r['exact_match']['se']:.4g} | {100 * r['pref_acc']['mean']:.4g} |")
+    return lines
 
 
 def _performance(results, out):

@@ -18,7 +18,7 @@ from shared.lm import tiny_llama, token_logprobs, train_lm
 from papers.adpo.losses import adpo_loss, dpo_loss, unit_margins
 from papers.adpo.tasks import EOS, PAD, VOCAB_SIZE, make_sft_examples, solve
 
-__all__ = ["MethodSpec", "method_spec", "build_model", "pad_batch", "response_logprobs", "PairData",
+__all__ = ["MethodSpec", "method_spec", "build_model", "pad_batch", "model_device", "response_logprobs", "PairData",
            "encode_pairs", "pair_loss", "train_sft", "greedy_responses", "exact_match", "kl_per_token",
            "preference_accuracy", "error_grad_share", "train_preference"]
 
@@ -76,10 +76,20 @@ def pad_batch(prompts, responses):
     return ids, attn, rmask, P
 
 
+def model_device(model) -> torch.device:
+    """The device of ``model``'s parameters (inputs are moved there; results come back to the CPU); the CPU for a
+    model without parameters."""
+    first = next(iter(model.parameters()), None)
+    return first.device if first is not None else torch.device("cpu")
+
+
 def response_logprobs(model, prompts, responses):
-    """(B, R) log pi(response token r | prompt, response_<r) and the (B, R) response mask."""
+    """(B, R) log pi(response token r | prompt, response_<r) on the CPU and the (B, R) response mask.
+
+    The forward pass runs on the model's device; the CPU copy keeps the autograd graph."""
     ids, attn, rmask, P = pad_batch(prompts, responses)
-    lp = token_logprobs(model, ids, attn)[:, P - 1:]
+    dev = model_device(model)
+    lp = token_logprobs(model, ids.to(dev), attn.to(dev))[:, P - 1:].cpu()
     return lp * rmask.to(lp.dtype), rmask
 
 
@@ -168,16 +178,16 @@ def train_sft(arch: dict, task: str, *, steps: int, batch: int, lr: float, seed:
 
 # -------------------------------------------------------------------------------------- evaluation
 @torch.no_grad()
-def greedy_responses(model, prompts, length: int) -> list[list[int]]:
-    """Greedy decoding of ``length`` tokens (full recompute, no cache), cut after the first EOS."""
+def greedy_responses(model, prompts, length: int, *, eos: int = EOS) -> list[list[int]]:
+    """Greedy decoding of ``length`` tokens (full recompute, no cache), cut after the first ``eos``."""
     model.eval()
-    ids = torch.tensor(prompts, dtype=torch.long)
+    ids = torch.tensor(prompts, dtype=torch.long, device=model_device(model))
     for _ in range(length):
         nxt = model(input_ids=ids).logits[:, -1].argmax(-1, keepdim=True)
         ids = torch.cat([ids, nxt], dim=1)
     out = []
     for row in ids[:, len(prompts[0]):].tolist():
-        out.append(row[:row.index(EOS) + 1] if EOS in row else row)
+        out.append(row[:row.index(eos) + 1] if eos in row else row)
     return out
 
 
@@ -192,9 +202,10 @@ def kl_per_token(model, ref_model, prompts, responses) -> float:
     ``responses`` (the reference's greedy responses)."""
     model.eval()
     ids, attn, rmask, P = pad_batch(prompts, responses)
+    ids, attn = ids.to(model_device(model)), attn.to(model_device(model))
     lp = torch.log_softmax(model(input_ids=ids, attention_mask=attn).logits[:, P - 1:-1].double(), -1)
     lq = torch.log_softmax(ref_model(input_ids=ids, attention_mask=attn).logits[:, P - 1:-1].double(), -1)
-    kl = (lp.exp() * (lp - lq)).sum(-1)
+    kl = (lp.exp() * (lp - lq)).sum(-1).cpu()
     return float((kl * rmask).sum() / rmask.sum())
 
 

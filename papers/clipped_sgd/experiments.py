@@ -13,8 +13,6 @@ Statistics over datasets are medians (E sigma_N^2 is infinite for alpha < 2).
 from __future__ import annotations
 
 import math
-import statistics
-import time
 
 import numpy as np
 
@@ -22,6 +20,7 @@ from shared import seeding
 from shared.experiment import RunContext, main
 from shared.oracles import sample_noise
 from shared.results import write_metrics
+from shared.timing import time_calls
 
 from papers.clipped_sgd.analysis import clipped_fixed_point, loglog_slope, noise_moments, predicted_sgd_error
 from papers.clipped_sgd.methods import run_sgd, run_sgd_batch
@@ -313,12 +312,8 @@ def generalization(params: dict, ctx: RunContext):
 def _timed(fn, repeats: int):
     """Median CPU time of ``repeats`` calls (every timed loop is single-threaded, so CPU time is its compute
     time, and it is less disturbed than wall time by other jobs on a shared machine) and the last output."""
-    times, out = [], None
-    for _ in range(repeats):
-        start = time.process_time()
-        out = fn()
-        times.append(time.process_time() - start)
-    return statistics.median(times), out
+    t = time_calls(fn, repeats)
+    return t.cpu_median, t.output
 
 
 def performance(params: dict, ctx: RunContext):

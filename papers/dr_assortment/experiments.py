@@ -15,9 +15,11 @@ from threadpoolctl import threadpool_limits
 
 from shared import results, seeding
 from shared.experiment import RunContext, main
+from shared.timing import time_calls
 
 from .learning import fit_mnl_mle, make_contextual_data
-from .mnl import mnl_revenue, revenue_ordered_sets, solve_mnl_assortment, solve_mnl_lp
+from .mnl import is_revenue_ordered, mnl_revenue, revenue_ordered_sets, solve_mnl_assortment, solve_mnl_lp
+from .online import etc_expected_regret, etc_exploration_length, robust_decision_gaps
 from .robust import (divergence_value, primal_robust_revenue, robust_revenue, solve_drao,
                      worst_case_distribution)
 
@@ -183,12 +185,8 @@ def run_value_of_robustness(params: dict, ctx: RunContext):
 
 # ----------------------------------------------------------------------------------------------------------
 def _median_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+    """Median wall seconds of ``repeats`` calls."""
+    return time_calls(fn, repeats).wall_median
 
 
 def run_scalability(params: dict, ctx: RunContext):
@@ -211,24 +209,40 @@ def run_scalability(params: dict, ctx: RunContext):
     ns = np.array(params["sizes"], dtype=float)
     ts = np.array([med[n] for n in params["sizes"]])
     slope = float(np.polyfit(np.log(ns), np.log(ts), 1)[0])
-    # wall times are run-dependent: they go to provenance.json (the claims poly-time / fast-enough read them
-    # there), so that metrics.json stays byte-identical between runs
-    ctx.record(timing={"slope": slope, "time_at_max_n": med[params["sizes"][-1]],
-                       "median_s": {str(n): med[n] for n in params["sizes"]}})
+    # wall times: this experiment is marked `timing: true` in config.yaml (metrics.json is run-dependent)
     metrics = {"max_n": int(params["sizes"][-1]), "capacity": cap, "rho": rho, "sizes": list(params["sizes"]),
-               "mean_size": float(np.mean(sizes))}
+               "mean_size": float(np.mean(sizes)),
+               "timing": {"slope": slope, "time_at_max_n": med[params["sizes"][-1]],
+                          "median_s": {str(n): med[n] for n in params["sizes"]}}}
     return rows, metrics
 
 
 # ----------------------------------------------------------------------------------------------------------
+def _decision_configs(params: dict) -> list[tuple[str, float, int | None]]:
+    """(divergence, rho, capacity) of the plug-in decisions: an explicit ``decisions`` list, else the product
+    of ``divergences`` x ``rhos`` x ``capacities`` (the first one is the primary decision of the claims)."""
+    if "decisions" in params:
+        return [(str(d), float(rho), _cap(c)) for d, rho, c in params["decisions"]]
+    return [(str(d), float(rho), _cap(c)) for d, rho, c in
+            itertools.product(params["divergences"], params["rhos"], params["capacities"])]
+
+
+def _decision_key(div: str, rho: float, cap) -> str:
+    return f"{div}_rho{rho:g}_C{_cap_label(cap)}"
+
+
 def run_sample_complexity(params: dict, ctx: RunContext):
-    """Plug-in robust decisions from the MNL MLE: parameter error and decision gap against n."""
+    """Plug-in robust decisions from the MNL MLE: parameter error and decision gap against n.
+
+    One MLE per (replication, n); the decision gap is evaluated for every configured (divergence, rho,
+    capacity). Top-level ``gap_ratio`` / ``mean_gap`` refer to the first configuration.
+    """
     d, n_items, offer = int(params["dim"]), int(params["n_items"]), int(params["offer_size"])
-    rho, div = float(params["rho"]), params["divergence"]
-    cap = _cap(params.get("capacity"))
+    configs = _decision_configs(params)
+    keys = [_decision_key(*c) for c in configs]
     ns = [int(n) for n in params["ns"]]
     err = {n: [] for n in ns}
-    gap = {n: [] for n in ns}
+    gap = {k: {n: [] for n in ns} for k in keys}
     rows = []
     with threadpool_limits(1):
         for rep, rng in enumerate(_rngs(ctx, params["n_reps"], "reps")):
@@ -238,35 +252,44 @@ def run_sample_complexity(params: dict, ctx: RunContext):
             feats, offered, choices = make_contextual_data(rng, max(ns), n_items, d, offer, theta)
             test = rng.standard_normal((int(params["n_test"]), n_items, d))
             v_true = np.exp(test @ theta)
-            best = [solve_drao(v, r, rho, div, cap) for v in v_true]
+            best = {k: [solve_drao(v, r, rho, div, cap) for v in v_true]
+                    for k, (div, rho, cap) in zip(keys, configs)}
             for n in ns:
                 theta_hat = fit_mnl_mle(feats[:n], offered[:n], choices[:n])
                 e = float(np.linalg.norm(theta_hat - theta))
-                gaps = []
-                for x, v in enumerate(v_true):
-                    s_hat = solve_drao(np.exp(test[x] @ theta_hat), r, rho, div, cap).items
-                    gaps.append(0.0 if s_hat == best[x].items else
-                                best[x].value - robust_revenue(v, r, s_hat, rho, div))
                 err[n].append(e)
-                gap[n].append(float(np.mean(gaps)))
-                rows.append({"method": "plugin", "seed": rep, "step": n, "metric": "theta_error", "value": e})
-                rows.append({"method": "plugin", "seed": rep, "step": n, "metric": "decision_gap",
-                             "value": gap[n][-1]})
+                rows.append({"method": "plugin", "seed": rep, "step": n, "metric": "theta_error", "value": e,
+                             "decision": "all"})
+                for k, (div, rho, cap) in zip(keys, configs):
+                    gaps = robust_decision_gaps(test, theta, theta_hat, r, rho, div, cap, best=best[k])
+                    gap[k][n].append(float(np.mean(gaps)))
+                    rows.append({"method": "plugin", "seed": rep, "step": n, "metric": "decision_gap",
+                                 "value": gap[k][n][-1], "decision": k})
             ctx.log(f"replication {rep + 1}/{params['n_reps']} done")
     mean_err = np.array([np.mean(err[n]) for n in ns])
-    mean_gap = np.array([np.mean(gap[n]) for n in ns])
     slope = float(np.polyfit(np.log(ns), np.log(mean_err), 1)[0])
     # slope spread: standard deviation of the per-replication slopes / sqrt(reps)
     per_rep = [np.polyfit(np.log(ns), np.log([err[n][i] for n in ns]), 1)[0] for i in range(len(err[ns[0]]))]
+    decisions = {}
+    for k, (div, rho, cap) in zip(keys, configs):
+        mean_gap = np.array([np.mean(gap[k][n]) for n in ns])
+        decisions[k] = {
+            "divergence": div, "rho": rho, "capacity": _cap_label(cap),
+            "gap_ratio": float(mean_gap[-1] / mean_gap[0]) if mean_gap[0] > 0 else 0.0,
+            "mean_gap": {str(n): float(m) for n, m in zip(ns, mean_gap)},
+            "se_gap": {str(n): _mean_se(gap[k][n])[1] for n in ns},
+        }
+    first = decisions[keys[0]]
     metrics = {
         "err_slope": slope, "err_slope_se": _mean_se(per_rep)[1],
-        "gap_ratio": float(mean_gap[-1] / mean_gap[0]) if mean_gap[0] > 0 else 0.0,
-        "min_gap_at_largest_n": float(min(gap[ns[-1]])),
+        "gap_ratio": first["gap_ratio"],
+        "max_gap_ratio": float(max(dd["gap_ratio"] for dd in decisions.values())),
+        "min_gap_at_largest_n": float(min(gap[keys[0]][ns[-1]])),
         "mean_err": {str(n): float(m) for n, m in zip(ns, mean_err)},
         "se_err": {str(n): _mean_se(err[n])[1] for n in ns},
-        "mean_gap": {str(n): float(m) for n, m in zip(ns, mean_gap)},
-        "se_gap": {str(n): _mean_se(gap[n])[1] for n in ns},
-        "ns": ns, "n_reps": int(params["n_reps"]), "rho": rho, "divergence": div,
+        "mean_gap": first["mean_gap"], "se_gap": first["se_gap"],
+        "decisions": decisions, "decision_order": keys,
+        "ns": ns, "n_reps": int(params["n_reps"]), "rho": configs[0][1], "divergence": configs[0][0],
     }
     return rows, metrics
 
@@ -364,10 +387,128 @@ def run_performance(params: dict, ctx: RunContext):
     with results.atomic_path(ctx.out_dir / "performance_table.csv") as tmp:
         frame.to_csv(tmp, index=False, float_format="%.6g")
     agree = bool(frame["max_abs_value_diff"].max() <= 1e-9)
-    ctx.record(timing={f"{'brute' if 'brute' in row.comparison else 'lp'}_N{row.N}_C{row.C}":
-                       {"baseline_s": row.baseline_s, "ours_s": row.ours_s, "speedup": row.speedup}
-                       for row in frame.itertuples()})
-    metrics = {"values_agree": agree, "max_abs_value_diff": float(frame["max_abs_value_diff"].max())}
+    # wall times: this experiment is marked `timing: true` in config.yaml (metrics.json is run-dependent)
+    metrics = {"values_agree": agree, "max_abs_value_diff": float(frame["max_abs_value_diff"].max()),
+               "timing": {f"{'brute' if 'brute' in row.comparison else 'lp'}_N{row.N}_C{row.C}":
+                          {"baseline_s": row.baseline_s, "ours_s": row.ours_s, "speedup": row.speedup}
+                          for row in frame.itertuples()}}
+    return rows, metrics
+
+
+# ----------------------------------------------------------------------------------------------------------
+def run_capacitated_sweep(params: dict, ctx: RunContext):
+    """Robust vs nominal sets under a capacity |S| <= C, over rho and divergences (the rho sweep with capacity).
+
+    Per (divergence, rho): mean worst-case revenue of the capacitated robust and nominal optima, mean sizes,
+    the fraction of robust sets that are not revenue ordered (the capacitated optimum may skip top items), and
+    the smallest worst-case gain of the robust set over the nominal one (>= 0 since the robust set maximises
+    the worst case). ``focus`` repeats the entry of (``focus_divergence``, ``focus_rho``) for the claims.
+    """
+    n_items, cap = int(params["n_items"]), int(params["capacity"])
+    instances = [random_instance(rng, n_items) for rng in _rngs(ctx, params["n_instances"], "instances")]
+    rows, sweep, all_gain = [], {}, []
+    with threadpool_limits(1):
+        nominal = [solve_mnl_assortment(v, r, cap) for v, r in instances]
+        for div in params["divergences"]:
+            sweep[div] = {}
+            for rho in params["rhos"]:
+                rho = float(rho)
+                if div == "tv" and rho > 1:
+                    continue
+                wc_r, wc_n, sz, rel, nonprefix = [], [], [], [], []
+                for k, ((v, r), nom) in enumerate(zip(instances, nominal)):
+                    rob = solve_drao(v, r, rho, div, cap)
+                    wn = robust_revenue(v, r, nom.items, rho, div)
+                    wc_r.append(rob.value)
+                    wc_n.append(wn)
+                    sz.append(len(rob.items))
+                    rel.append((rob.value - wn) / wn if wn > 0 else 0.0)
+                    nonprefix.append(not is_revenue_ordered(rob.items, r))
+                    for method, val in (("robust", rob.value), ("nominal", wn)):
+                        rows.append({"method": method, "seed": k, "step": 0, "metric": "worst_case_revenue",
+                                     "value": val, "divergence": div, "rho": rho, "C": cap})
+                    rows.append({"method": "robust", "seed": k, "step": 0, "metric": "size", "value": len(rob.items),
+                                 "divergence": div, "rho": rho, "C": cap})
+                gain = np.subtract(wc_r, wc_n)
+                all_gain.extend(gain.tolist())
+                m_rel, se_rel = _mean_se(rel)
+                sweep[div][f"{rho:g}"] = {"mean_wc_robust": float(np.mean(wc_r)),
+                                          "mean_wc_nominal": float(np.mean(wc_n)),
+                                          "mean_size_robust": float(np.mean(sz)),
+                                          "mean_rel_gain": m_rel, "se_rel_gain": se_rel,
+                                          "min_gain": float(gain.min()),
+                                          "fraction_changed": float(np.mean(gain > 1e-12)),
+                                          "fraction_not_revenue_ordered": float(np.mean(nonprefix))}
+    f_div, f_rho = params["focus_divergence"], float(params["focus_rho"])
+    metrics = {"capacity": cap, "n_items": n_items, "n_instances": len(instances), "sweep": sweep,
+               "focus": {"divergence": f_div, "rho": f_rho, **sweep[f_div][f"{f_rho:g}"]},
+               "mean_size_nominal": float(np.mean([len(a.items) for a in nominal])),
+               "min_gain": float(min(all_gain)),
+               "max_size_robust": int(max(rw["value"] for rw in rows if rw["metric"] == "size")),
+               "fraction_not_revenue_ordered": float(np.mean(
+                   [s["fraction_not_revenue_ordered"] for by_rho in sweep.values() for s in by_rho.values()]))}
+    return rows, metrics
+
+
+# ----------------------------------------------------------------------------------------------------------
+def run_online(params: dict, ctx: RunContext):
+    """Explore-then-commit on theta, then DRAO: expected cumulative robust regret against the horizon T.
+
+    Per replication (theta*, r as in ``sample_complexity``): T0 = ceil(c T^(2/3)) exploration rounds with
+    uniformly random offers of ``offer_size`` items, the MLE on them, then commit. The per-round expected
+    regrets (over contexts) are estimated on ``n_test`` held-out contexts; the exploration regret uses one
+    random offer per held-out context. Contrast: the same exploration, then commit to the nominal MNL optimum.
+    """
+    d, n_items, offer = int(params["dim"]), int(params["n_items"]), int(params["offer_size"])
+    rho, div, cap = float(params["rho"]), params["divergence"], _cap(params.get("capacity"))
+    horizons = [int(t) for t in params["horizons"]]
+    t0 = {t: etc_exploration_length(t, float(params["explore_coef"])) for t in horizons}
+    policies = ("robust", "nominal")
+    regret = {p: {t: [] for t in horizons} for p in policies}
+    commit = {p: {t: [] for t in horizons} for p in policies}
+    explore = []
+    rows = []
+    with threadpool_limits(1):
+        for rep, rng in enumerate(_rngs(ctx, params["n_reps"], "reps")):
+            g = rng.standard_normal(d)
+            theta = g / np.linalg.norm(g)
+            r = rng.uniform(1.0, 10.0, n_items)
+            feats, offered, choices = make_contextual_data(rng, max(t0.values()), n_items, d, offer, theta)
+            test = rng.standard_normal((int(params["n_test"]), n_items, d))
+            v_true = np.exp(test @ theta)
+            best = [solve_drao(v, r, rho, div, cap) for v in v_true]
+            rand_sets = [sorted(int(i) for i in rng.choice(n_items, size=offer, replace=False)) for _ in best]
+            e_gap = float(np.mean([b.value - robust_revenue(v, r, s, rho, div)
+                                   for b, v, s in zip(best, v_true, rand_sets)]))
+            explore.append(e_gap)
+            for t in horizons:
+                n = t0[t]
+                theta_hat = fit_mnl_mle(feats[:n], offered[:n], choices[:n])
+                for p in policies:
+                    c_gap = float(np.mean(robust_decision_gaps(test, theta, theta_hat, r, rho, div, cap,
+                                                               policy=p, best=best)))
+                    commit[p][t].append(c_gap)
+                    regret[p][t].append(etc_expected_regret(t, n, e_gap, c_gap))
+                    rows.append({"method": f"etc_{p}", "seed": rep, "step": t, "metric": "cumulative_regret",
+                                 "value": regret[p][t][-1]})
+                    rows.append({"method": f"etc_{p}", "seed": rep, "step": t, "metric": "commit_gap",
+                                 "value": c_gap})
+            ctx.log(f"replication {rep + 1}/{params['n_reps']} done")
+    logt = np.log(horizons)
+    out = {}
+    for p in policies:
+        mean_reg = np.array([np.mean(regret[p][t]) for t in horizons])
+        out[p] = {"regret_slope": float(np.polyfit(logt, np.log(mean_reg), 1)[0]),
+                  "mean_regret": {str(t): float(m) for t, m in zip(horizons, mean_reg)},
+                  "se_regret": {str(t): _mean_se(regret[p][t])[1] for t in horizons},
+                  "mean_commit_gap": {str(t): float(np.mean(commit[p][t])) for t in horizons},
+                  "regret_per_round_at_max_t": float(mean_reg[-1] / horizons[-1])}
+    t_max = str(horizons[-1])
+    metrics = {"horizons": horizons, "explore_len": {str(t): t0[t] for t in horizons},
+               "mean_explore_gap": float(np.mean(explore)), "rho": rho, "divergence": div,
+               "capacity": _cap_label(cap), "n_reps": int(params["n_reps"]), **out,
+               "nominal_over_robust_regret": float(out["nominal"]["mean_regret"][t_max]
+                                                   / out["robust"]["mean_regret"][t_max])}
     return rows, metrics
 
 
@@ -379,6 +520,8 @@ EXPERIMENTS = {
     "sample_complexity": run_sample_complexity,
     "shift": run_shift,
     "performance": run_performance,
+    "capacitated_sweep": run_capacitated_sweep,
+    "online": run_online,
 }
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ from scipy.optimize import linprog
 
 from ._checks import check_assortment, check_capacity, check_vr
 
-__all__ = ["Assortment", "mnl_revenue", "choice_probabilities", "revenue_ordered_sets", "dinkelbach",
+__all__ = ["Assortment", "mnl_revenue", "choice_probabilities", "revenue_ordered_sets", "is_revenue_ordered",
+           "dinkelbach",
            "solve_mnl_assortment", "solve_mnl_lp"]
 
 
@@ -70,6 +71,19 @@ def revenue_ordered_sets(r) -> list[tuple[int, ...]]:
     r = np.asarray(r, dtype=float)
     order = np.argsort(-r, kind="stable")
     return [tuple(sorted(int(i) for i in order[:k])) for k in range(r.size + 1)]
+
+
+def is_revenue_ordered(S, r) -> bool:
+    """Whether ``S`` is revenue ordered: every item outside ``S`` has revenue <= every item in ``S``.
+
+    With ties in ``r`` any split of a tie group counts (all such sets have the same revenue profile).
+    """
+    _, r = check_vr(np.ones(np.size(r)), r)
+    idx = check_assortment(S, r.size)
+    if idx.size in (0, r.size):
+        return True
+    outside = np.setdiff1d(np.arange(r.size), idx)
+    return bool(r[outside].max() <= r[idx].min())
 
 
 def dinkelbach(v: np.ndarray, rt: np.ndarray, capacity: int | None) -> tuple[int, ...]:

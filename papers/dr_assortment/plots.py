@@ -30,44 +30,59 @@ def _sweep(res: Path):
     return m, m["sweep"]
 
 
+def _capacitated(res: Path):
+    path = res / "capacitated_sweep" / "metrics.json"
+    return results.read_metrics(path) if path.is_file() else None
+
+
 def _robust_vs_nominal(res: Path, out: Path) -> None:
     _, sweep = _sweep(res)
-    fig, axes = new_figure(ncols=len(sweep), width=3.4, height=2.9)
-    for ax, (div, by_rho) in zip(axes[0], sweep.items()):
-        rhos = sorted(by_rho, key=float)
-        x = [float(s) for s in rhos]
-        ax.plot(x, [by_rho[s]["mean_wc_robust"] for s in rhos], "o-", color=COLORS["robust"], label="robust set")
-        ax.plot(x, [by_rho[s]["mean_wc_nominal"] for s in rhos], "s--", color=COLORS["nominal"],
-                label="nominal set")
-        ax.set_xscale("log")
-        ax.set_title(DIVERGENCE_NAMES.get(div, div))
-        ax.set_xlabel(r"radius $\rho$")
-    axes[0][0].set_ylabel("mean worst-case revenue")
+    cap = _capacitated(res)
+    panels = [("no capacity", sweep)] + ([(f"C = {cap['capacity']}", cap["sweep"])] if cap else [])
+    fig, axes = new_figure(ncols=len(sweep), nrows=len(panels), width=3.4, height=2.9)
+    for row, (cap_label, by_div) in enumerate(panels):
+        for ax, div in zip(axes[row], sweep):
+            by_rho = by_div.get(div, {})
+            rhos = sorted(by_rho, key=float)
+            x = [float(s) for s in rhos]
+            ax.plot(x, [by_rho[s]["mean_wc_robust"] for s in rhos], "o-", color=COLORS["robust"],
+                    label="robust set")
+            ax.plot(x, [by_rho[s]["mean_wc_nominal"] for s in rhos], "s--", color=COLORS["nominal"],
+                    label="nominal set")
+            ax.set_xscale("log")
+            ax.set_title(f"{DIVERGENCE_NAMES.get(div, div)}, {cap_label}")
+            ax.set_xlabel(r"radius $\rho$")
+        axes[row][0].set_ylabel("mean worst-case revenue")
     axes[0][0].legend()
     save_figure(fig, out / "robust_vs_nominal.png")
 
 
 def _set_size(res: Path, out: Path) -> None:
     m, sweep = _sweep(res)
-    fig, axes = new_figure(width=4.2, height=3.0)
-    ax = axes[0][0]
+    cap = _capacitated(res)
+    panels = [("no capacity", sweep, m["sweep_mean_size_nominal"])]
+    if cap:
+        panels.append((f"C = {cap['capacity']}", cap["sweep"], cap["mean_size_nominal"]))
+    fig, axes = new_figure(ncols=len(panels), width=4.2, height=3.0)
     markers = {"tv": "o", "kl": "s", "chi2": "^"}
-    for k, (div, by_rho) in enumerate(sweep.items()):
-        rhos = sorted(by_rho, key=float)
-        ax.plot([float(s) for s in rhos], [by_rho[s]["mean_size_robust"] for s in rhos],
-                marker=markers.get(div, "o"), label=f"robust, {DIVERGENCE_NAMES.get(div, div)}")
-    ax.axhline(m["sweep_mean_size_nominal"], color=COLORS["nominal"], ls="--", label="nominal")
-    ax.set_xscale("log")
-    ax.set_xlabel(r"radius $\rho$")
-    ax.set_ylabel("mean assortment size")
-    ax.legend()
+    for ax, (cap_label, by_div, nominal_size) in zip(axes[0], panels):
+        for div, by_rho in by_div.items():
+            rhos = sorted(by_rho, key=float)
+            ax.plot([float(s) for s in rhos], [by_rho[s]["mean_size_robust"] for s in rhos],
+                    marker=markers.get(div, "o"), label=f"robust, {DIVERGENCE_NAMES.get(div, div)}")
+        ax.axhline(nominal_size, color=COLORS["nominal"], ls="--", label="nominal")
+        ax.set_xscale("log")
+        ax.set_xlabel(r"radius $\rho$")
+        ax.set_title(cap_label)
+        ax.set_ylabel("mean assortment size")
+        ax.legend(fontsize=7)
     save_figure(fig, out / "set_size_vs_rho.png")
 
 
 def _scalability(res: Path, out: Path) -> None:
     sc = results.read_tidy(res / "scalability" / "results.csv")
     m = results.read_metrics(res / "scalability" / "metrics.json")
-    timing = results.read_metrics(res / "scalability" / "provenance.json")["timing"]
+    timing = m["timing"]
     med = sc.groupby("step")["value"].median()
     fig, axes = new_figure(width=4.4, height=3.2)
     ax = axes[0][0]
@@ -97,21 +112,59 @@ def _sample_complexity(res: Path, out: Path) -> None:
     m = results.read_metrics(res / "sample_complexity" / "metrics.json")
     ns = np.array(m["ns"], dtype=float)
     fig, axes = new_figure(ncols=2, width=3.8, height=3.0)
-    for ax, key, label in ((axes[0][0], "err", r"$\|\hat\theta-\theta^*\|$"),
-                           (axes[0][1], "gap", "robust decision gap")):
-        mean = np.array([m[f"mean_{key}"][str(int(n))] for n in ns])
-        se = np.array([m[f"se_{key}"][str(int(n))] for n in ns])
-        ax.errorbar(ns, mean, yerr=se, fmt="o-", color=COLORS["robust"], capsize=3, label="plug-in MLE")
-        if mean[0] > 0:
-            ax.plot(ns, mean[0] * (ns / ns[0]) ** -0.5, "--", color=COLORS["reference"], label=r"$n^{-1/2}$")
+    ax = axes[0][0]
+    mean = np.array([m["mean_err"][str(int(n))] for n in ns])
+    se = np.array([m["se_err"][str(int(n))] for n in ns])
+    ax.errorbar(ns, mean, yerr=se, fmt="o-", color=COLORS["robust"], capsize=3, label="MLE")
+    ax.plot(ns, mean[0] * (ns / ns[0]) ** -0.5, "--", color=COLORS["reference"], label=r"$n^{-1/2}$")
+    ax.set_ylabel(r"$\|\hat\theta-\theta^*\|$")
+    ax.set_title(f"slope {m['err_slope']:.2f}")
+    ax = axes[0][1]
+    first = None
+    for key in m["decision_order"]:
+        dd = m["decisions"][key]
+        mean = np.array([dd["mean_gap"][str(int(n))] for n in ns])
+        se = np.array([dd["se_gap"][str(int(n))] for n in ns])
+        first = mean if first is None else first
+        pos = mean > 0
+        ax.errorbar(ns[pos], mean[pos], yerr=se[pos], fmt="o-", capsize=2, ms=3, lw=1,
+                    label=f"{DIVERGENCE_NAMES.get(dd['divergence'], dd['divergence'])}, "
+                          f"rho = {dd['rho']:g}, C = {dd['capacity']}")
+    if first is not None and first[0] > 0:
+        ax.plot(ns, first[0] * (ns / ns[0]) ** -0.5, "--", color=COLORS["reference"], label=r"$n^{-1/2}$")
+    ax.set_ylabel("robust decision gap (plug-in)")
+    ax.set_title("decision gap by divergence / capacity")
+    for ax in axes[0]:
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("sample size n")
-        ax.set_ylabel(label)
-        ax.legend()
-    axes[0][0].set_title(f"slope {m['err_slope']:.2f}")
-    axes[0][1].set_title(f"{m['divergence'].upper()}, rho = {m['rho']:g}")
+        ax.legend(fontsize=6)
     save_figure(fig, out / "sample_complexity.png")
+
+
+def _online(res: Path, out: Path) -> None:
+    m = results.read_metrics(res / "online" / "metrics.json")
+    ts = np.array(m["horizons"], dtype=float)
+    fig, axes = new_figure(ncols=2, width=3.8, height=3.0)
+    for policy, fmt, label in (("robust", "o-", "ETC + DRAO"), ("nominal", "s--", "ETC + nominal MNL")):
+        mean = np.array([m[policy]["mean_regret"][str(int(t))] for t in ts])
+        se = np.array([m[policy]["se_regret"][str(int(t))] for t in ts])
+        axes[0][0].errorbar(ts, mean, yerr=se, fmt=fmt, capsize=3, color=COLORS[policy],
+                            label=f"{label} (slope {m[policy]['regret_slope']:.2f})")
+        gap = np.array([m[policy]["mean_commit_gap"][str(int(t))] for t in ts])
+        pos = gap > 0
+        axes[0][1].plot(ts[pos], gap[pos], fmt, color=COLORS[policy], label=label)
+    first = m["robust"]["mean_regret"][str(int(ts[0]))]
+    axes[0][0].plot(ts, first * (ts / ts[0]) ** (2.0 / 3.0), ":", color=COLORS["reference"], label=r"$T^{2/3}$")
+    axes[0][0].set_ylabel("expected cumulative robust regret")
+    axes[0][0].set_title(f"{m['divergence'].upper()}, rho = {m['rho']:g}, C = {m['capacity']}")
+    axes[0][1].set_ylabel("per-round regret after commit")
+    for ax in axes[0]:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("horizon T")
+        ax.legend(fontsize=7)
+    save_figure(fig, out / "online_regret.png")
 
 
 def _shift_tail(res: Path, out: Path) -> None:
@@ -152,6 +205,7 @@ def make_figures(results_dir, out_dir, scale: str) -> None:
     _scalability(res, out)
     _sample_complexity(res, out)
     _shift_tail(res, out)
+    _online(res, out)
     _performance(res, out)
 
 

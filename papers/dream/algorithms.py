@@ -11,7 +11,10 @@ DREAM-R, round t (clients S_t, weights lam^t, omega^t = A lam^t, control variate
 Baselines: ``dream_no_cv`` (the same loop without -c_{i,m} + c_m in g^k), ``fmgda`` (Yang et al. 2023:
 per-task local GD trajectories, server min-norm QP on the averaged per-task updates), ``fedavg_ls`` (local
 SGD on sum_m w_m f_{i,m}), ``scaffold_ls`` (SCAFFOLD option I on sum_m w_m f_{i,m}, Karimireddy et al. 2020,
-written independently of DREAM), ``mgda_central`` (x <- x - eta_g K eta_l d*(x) with exact gradients).
+written independently of DREAM), ``fedcmoo`` (Askin et al. 2024, arXiv 2410.16398, without its gradient
+compression: the server averages the clients' per-task gradients at x^t, solves the same weight QP on them in
+the same round, and the clients run K plain local (S)GD steps on sum_m (A lam)_m f_{i,m}, no control
+variates), ``mgda_central`` (x <- x - eta_g K eta_l d*(x) with exact gradients).
 Momentum applies to the DREAM variants only; the baselines take plain (S)GD local steps.
 """
 from __future__ import annotations
@@ -25,7 +28,7 @@ from papers.dream.problems import QuadraticFederation
 
 __all__ = ["METHODS", "LOCAL_MODES", "run_quadratic", "check_common_args"]
 
-METHODS = ("dream", "dream_no_cv", "fmgda", "fedavg_ls", "scaffold_ls", "mgda_central")
+METHODS = ("dream", "dream_no_cv", "fmgda", "fedcmoo", "fedavg_ls", "scaffold_ls", "mgda_central")
 LOCAL_MODES = ("weighted", "per_task")
 
 
@@ -158,6 +161,17 @@ def run_quadratic(problem: QuadraticFederation, method: str = "dream", *, rounds
             weights.append(lam.copy())
             x_new = x - step * dvec
             b_up[t], b_down[t] = _book(part, {"model": d}, {"model": M * d})
+        elif method == "fedcmoo":
+            # stage 1: per-task gradients at the anchor -> weights of this round; stage 2: local steps
+            jac = problem.client_gradients(np.tile(x, (n_p, 1)), part, rng).mean(axis=0)
+            lam, _ = dream_weights(jac, correction, rho)
+            weights.append(lam.copy())
+            omega = correction_matrix(jac, correction) @ lam
+            y = np.tile(x, (n_p, 1))
+            for _ in range(K):
+                y = y - eta_l * (omega @ problem.client_gradients(y, part, rng))
+            x_new = x + eta_g * (y - x).mean(axis=0)
+            b_up[t], b_down[t] = _book(part, {"model": d, "weights": M}, {"model": d, "jacobian": M * d})
         elif method in ("fedavg_ls", "scaffold_ls"):
             weights.append(w.copy())
             y = np.tile(x, (n_p, 1))

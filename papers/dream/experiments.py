@@ -1,7 +1,7 @@
 """Experiments of the dream reproduction (spec "Experiments by scale").
 
 ``python -m papers.dream.experiments NAME --config papers/dream/config.yaml --scale quick --out DIR`` with NAME
-one of ``quadratic`` (D1, D2, D4), ``speedup`` (D3), ``rho_sweep`` (D5), ``multidigits`` (D6, D6b, round
+one of ``quadratic`` (D1, D2, D4), ``quadratic_grid`` (M in {3, 5}, d in {20, 100}), ``speedup`` (D3), ``rho_sweep`` (D5), ``multidigits`` (D6, D6b, round
 cost), ``qp_timing`` (the weight QP against cvxpy/quadprog), and at full scale (tiny at smoke) ``ablation``
 and ``pareto_front``. Whole traces for the figures go to
 ``traces.npz``; wall times go to ``timings.json`` and provenance.json, never to metrics.json.
@@ -19,8 +19,8 @@ from papers.dream.aggregation import dream_weights
 from papers.dream.algorithms import run_quadratic
 from papers.dream.problems import QuadraticFederation
 
-__all__ = ["EXPERIMENTS", "quadratic", "speedup", "rho_sweep", "multidigits", "qp_timing", "ablation", "pareto_front",
-           "resolve_correction", "hypervolume_2d"]
+__all__ = ["EXPERIMENTS", "quadratic", "quadratic_grid", "speedup", "rho_sweep", "multidigits", "qp_timing", "ablation", "pareto_front",
+           "resolve_correction", "hypervolume_2d", "torchjd_direction"]
 
 
 def resolve_correction(spec, M: int):
@@ -64,7 +64,8 @@ def quadratic(params: dict, ctx: RunContext):
     min for "fmgda" and "dream_no_cv"); ``d2.rate`` (worst exp(q) with q the slope of log sqrt S(x_t) on
     the fit window, run "dream") and ``d2.rate_by_instance``; ``d4.ca.<run>`` (mean relative CA distance over
     rounds 0..ca_rounds-1, averaged over instances) and ``d4.ratio`` = dream / min(dream_no_cv, fmgda);
-    ``final_sqrt_s.<run>`` (mean over instances); ``bytes_up_per_round.<run>``.
+    ``final_sqrt_s.<run>`` (mean over instances); ``bytes_up_per_round.<run>``. With a run "fedcmoo":
+    ``d1.fedcmoo_min`` and ``d4.ratio_fedcmoo`` = dream / fedcmoo.
     """
     runs = params["runs"]
     lo, hi = params.get("fit_window", [20, 120])
@@ -95,11 +96,15 @@ def quadratic(params: dict, ctx: RunContext):
                "bytes_up_per_round": bytes_up, "rounds": int(params["rounds"])}
     metrics["d1"] = {"dream_max": max(final["dream"]), "fmgda_min": min(final["fmgda"]),
                      "nocv_min": min(final["dream_no_cv"])}
+    if "fedcmoo" in final:
+        metrics["d1"]["fedcmoo_min"] = min(final["fedcmoo"])
     if "dream" in rate:
         metrics["d2"] = {"rate": max(rate["dream"].values()), "rate_by_instance": rate["dream"],
                          "fit_window": [int(lo), int(hi)]}
     c4 = metrics["d4"]["ca"]
     metrics["d4"]["ratio"] = c4["dream"] / min(c4["dream_no_cv"], c4["fmgda"])
+    if "fedcmoo" in c4:
+        metrics["d4"]["ratio_fedcmoo"] = c4["dream"] / c4["fedcmoo"]
     write_arrays(ctx.out_dir / "traces.npz", **arrays)
     return rows, metrics
 
@@ -159,6 +164,58 @@ def rho_sweep(params: dict, ctx: RunContext):
     inc = max([b - a for a, b in zip(seq_l[:-1], seq_l[1:])] + [b - a for a, b in zip(seq_d[:-1], seq_d[1:])])
     return rows, {"rhos": rhos, "lam_dev": lam_dev, "dist_ls": dist, "max_increase": float(inc),
                   "dist_ls_last": seq_d[-1], "rounds": T}
+
+
+# ------------------------------------------------------------------------------------------- quadratic_grid
+def quadratic_grid(params: dict, ctx: RunContext):
+    """More objectives and dimensions: heterogeneous quadratics for every (M, d) in ``grid`` (N =
+    ``n_clients``, T = ``rounds``), every configured run on every instance seed.
+
+    Metrics: ``final_sqrt_s.<M>x<d>.<run>`` = max over instances of sqrt S(x_T) for the DREAM runs (method
+    "dream"), min over instances for the others (a floor); ``dream_max`` = the max of the DREAM runs over the
+    grid; ``baseline_min`` = the min of the other runs over the grid (mgda_central excluded: it is exact);
+    ``ca.<M>x<d>.<run>`` = mean relative CA distance over rounds 0..ca_rounds-1, mean over instances;
+    ``ca_ratio.<M>x<d>`` = the run "dream" over the smallest baseline (needs runs named "dream" and at least
+    one baseline) and ``ca_ratio_max`` its max over the grid.
+    """
+    T = int(params["rounds"])
+    runs = params["runs"]
+    ca_rounds = int(params.get("ca_rounds", 50))
+    rows, final, arrays, ca, ca_ratio = [], {}, {}, {}, {}
+    dream_vals, base_vals = [], []
+    for M, d in params["grid"]:
+        key = f"{int(M)}x{int(d)}"
+        vals, cas = {}, {}
+        for seed in params["instance_seeds"]:
+            problem = QuadraticFederation.random(int(params["n_clients"]), int(M), int(d), seed=int(seed))
+            for name, run in runs.items():
+                kw = _run_kwargs(run, int(M))
+                kw.setdefault("rounds", T)
+                res = run_quadratic(problem, run["method"], seed=int(seed), **kw)
+                sq = np.sqrt(res["stationarity"])
+                vals.setdefault(name, []).append(float(sq[-1]))
+                ca_t = res["ca_distance"][:ca_rounds]
+                cas.setdefault(name, []).append(float(np.nanmean(ca_t)) if np.any(np.isfinite(ca_t)) else 0.0)
+                arrays[f"{name}__{key}__i{seed}__sqrt_s"] = sq
+                _trace_rows(rows, name, int(seed), sq, "sqrt_stationarity", every=int(params.get("csv_every", 1)),
+                            n_tasks=int(M), dim=int(d))
+        final[key] = {}
+        ca[key] = {name: float(np.mean(v)) for name, v in cas.items()}
+        base_ca = [v for n, v in ca[key].items() if runs[n]["method"] not in ("dream", "mgda_central")]
+        ca_ratio[key] = ca[key]["dream"] / min(base_ca)
+        for name, v in vals.items():
+            method = runs[name]["method"]
+            final[key][name] = max(v) if method == "dream" else min(v)
+            if method == "dream":
+                dream_vals.append(final[key][name])
+            elif method != "mgda_central":
+                base_vals.append(final[key][name])
+        ctx.log(f"M x d = {key}: " + ", ".join(f"{k} {v:.3g}" for k, v in final[key].items()))
+    write_arrays(ctx.out_dir / "traces.npz", **arrays)
+    return rows, {"final_sqrt_s": final, "dream_max": max(dream_vals), "baseline_min": min(base_vals),
+                  "ca": ca, "ca_ratio": ca_ratio, "ca_ratio_max": max(ca_ratio.values()),
+                  "grid": [[int(M), int(d)] for M, d in params["grid"]], "rounds": T,
+                  "runs": {k: v["method"] for k, v in runs.items()}}
 
 
 # --------------------------------------------------------------------------------------------- multidigits
@@ -324,9 +381,38 @@ def pareto_front(params: dict, ctx: RunContext):
 
 
 # ----------------------------------------------------------------------------------------------- qp_timing
-def _qp_solvers(C: np.ndarray, rho: float):
-    """Callables (name -> f() returning weights) for the same QP: own code, cvxpy (Clarabel, OSQP) and
-    quadprog when installed. Each one starts from C (M x d), so every timing includes forming the QP."""
+def _torchjd_mgda(C: np.ndarray, settings: dict):
+    """torchjd's MGDA weighting (Frank-Wolfe, Sener & Koltun 2018, Algorithm 2) on the Gramian C C^T in
+    float64, as a callable returning the weights; None when torchjd is not installed."""
+    try:
+        import torch
+        from torchjd.aggregation import MGDAWeighting
+    except ImportError:
+        return None
+    weighting = MGDAWeighting(epsilon=float(settings["epsilon"]), max_iters=int(settings["max_iters"]))
+    J = torch.from_numpy(np.ascontiguousarray(C, dtype=np.float64))
+
+    def f():
+        return weighting(J @ J.T).numpy()
+    return f
+
+
+def torchjd_direction(C: np.ndarray, epsilon: float, max_iters: int):
+    """Direction of ``torchjd.aggregation.MGDA(epsilon, max_iters)`` on the Jacobian C (M x d), float64;
+    None when torchjd is not installed."""
+    try:
+        import torch
+        from torchjd.aggregation import MGDA
+    except ImportError:
+        return None
+    return MGDA(epsilon=float(epsilon), max_iters=int(max_iters))(torch.from_numpy(
+        np.ascontiguousarray(C, dtype=np.float64))).numpy()
+
+
+def _qp_solvers(C: np.ndarray, rho: float, params_torchjd=None):
+    """Callables (name -> f() returning weights) for the same QP: own code, cvxpy (Clarabel, OSQP), torchjd's
+    MGDA weighting (rho = 0 only, when ``params_torchjd`` is given and torchjd is installed) and quadprog
+    when installed. Each one starts from C (M x d), so every timing includes forming the QP."""
     import cvxpy as cp
 
     from shared.solvers import solve
@@ -345,6 +431,9 @@ def _qp_solvers(C: np.ndarray, rho: float):
     out = {"own": lambda: dream_weights(C, rho=rho)[0],
            "cvxpy_clarabel": by_cvxpy("CLARABEL"),
            "cvxpy_osqp": by_cvxpy("OSQP", eps_abs=1e-10, eps_rel=1e-10, polish=True, max_iter=200000)}
+    tj = _torchjd_mgda(C, params_torchjd) if params_torchjd is not None else None
+    if tj is not None:
+        out["torchjd_mgda"] = tj
     try:
         import quadprog
 
@@ -361,25 +450,38 @@ def _qp_solvers(C: np.ndarray, rho: float):
 def qp_timing(params: dict, ctx: RunContext):
     """Weight QP for each (M, d): the same random C (rows N(0, I_d)) for every solver; ``calls`` timed calls
     of the own solver and ``calls_external`` of each library (time.perf_counter, BLAS on one thread).
+    With ``torchjd: {epsilon, max_iters, calls}``, torchjd's MGDA (Frank-Wolfe) joins the solvers and its
+    aggregated direction is compared with ours: ``torchjd.max_rel_direction_diff`` = max over sizes of
+    ||d_torchjd - d_own|| / ||d_own||, ``torchjd.max_weight_diff``, and the same direction difference at
+    torchjd's default settings (epsilon 1e-3, 100 iterations) for reference (null metrics when torchjd is
+    not installed).
 
     Metrics (deterministic): ``max_weight_diff.<M>x<d>.<solver>`` = max |lam_solver - lam_own| and
     ``max_weight_diff_all`` (max over the library solvers). Microseconds per call go to timings.json.
     """
     rho = float(params.get("rho", 0.0))
     calls, calls_ext = int(params["calls"]), int(params.get("calls_external", params["calls"]))
+    tj_set = params.get("torchjd")
+    if tj_set is not None and rho != 0.0:
+        raise ValueError("torchjd's MGDA has no regulariser: set rho = 0 or drop the torchjd entry")
     rng = ctx.generator("C")
-    diffs, timings, rows = {}, {}, []
+    diffs, timings, rows, tj_dir, tj_dir_default = {}, {}, [], {}, {}
     for M, d in params["sizes"]:
         C = rng.standard_normal((int(M), int(d)))
         key = f"{M}x{d}"
-        solvers = _qp_solvers(C, rho)
-        ref = solvers["own"]()
+        solvers = _qp_solvers(C, rho, tj_set)
+        ref, ref_dir = dream_weights(C, rho=rho)
         diffs[key], timings[key] = {}, {}
+        if "torchjd_mgda" in solvers:
+            for store, (eps, it) in ((tj_dir, (tj_set["epsilon"], tj_set["max_iters"])), (tj_dir_default, (1e-3, 100))):
+                v = torchjd_direction(C, eps, it)
+                store[key] = float(np.linalg.norm(v - ref_dir) / np.linalg.norm(ref_dir))
         for name, f in solvers.items():
             lam = f()
             if name != "own":
                 diffs[key][name] = float(np.abs(lam - ref).max())
-            n = calls if name == "own" else calls_ext
+            n = calls if name == "own" else (int(tj_set.get("calls", calls_ext)) if name == "torchjd_mgda"
+                                            else calls_ext)
             start = time.perf_counter()
             for _ in range(n):
                 f()
@@ -388,15 +490,25 @@ def qp_timing(params: dict, ctx: RunContext):
                          "value": diffs[key].get(name, 0.0)})
         timings[key]["ratio_own_over_clarabel"] = timings[key]["own"] / timings[key]["cvxpy_clarabel"]
         ctx.log(f"{key}: " + ", ".join(f"{k} {v:.4g}" for k, v in timings[key].items()))
-    write_metrics({"us_per_call": timings, "calls": calls, "calls_external": calls_ext},
+    write_metrics({"us_per_call": timings, "calls": calls, "calls_external": calls_ext,
+                   "calls_torchjd": int(tj_set.get("calls", calls_ext)) if tj_dir else 0},
                   ctx.out_dir / "timings.json")
     ctx.record(qp_us_per_call=timings)
+    tj = None
+    if tj_dir:
+        tj = {"rel_direction_diff": tj_dir, "max_rel_direction_diff": max(tj_dir.values()),
+              "max_weight_diff": max(diffs[k]["torchjd_mgda"] for k in tj_dir),
+              "rel_direction_diff_default_settings": tj_dir_default,
+              "epsilon": float(tj_set["epsilon"]), "max_iters": int(tj_set["max_iters"])}
+    elif tj_set is not None:
+        tj = {"max_rel_direction_diff": None, "max_weight_diff": None}   # torchjd not installed
     return rows, {"max_weight_diff": diffs,
-                  "max_weight_diff_all": max(v for dd in diffs.values() for v in dd.values()),
-                  "solvers": sorted({k for dd in diffs.values() for k in dd})}
+                  "max_weight_diff_all": max(v for dd in diffs.values() for k, v in dd.items() if k != "torchjd_mgda"),
+                  "solvers": sorted({k for dd in diffs.values() for k in dd}), "torchjd": tj}
 
 
-EXPERIMENTS = {"quadratic": quadratic, "speedup": speedup, "rho_sweep": rho_sweep, "multidigits": multidigits,
+EXPERIMENTS = {"quadratic": quadratic, "quadratic_grid": quadratic_grid, "speedup": speedup, "rho_sweep": rho_sweep,
+               "multidigits": multidigits,
                "qp_timing": qp_timing, "ablation": ablation, "pareto_front": pareto_front}
 
 if __name__ == "__main__":

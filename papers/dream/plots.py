@@ -13,9 +13,10 @@ from shared.results import atomic_write_text, read_arrays, read_metrics
 
 __all__ = ["make_figures"]
 
-METHODS = ("dream", "dream_no_cv", "fmgda", "mgda_central", "fedavg_ls", "scaffold_ls", "dream_m05")
+METHODS = ("dream", "dream_no_cv", "fmgda", "mgda_central", "fedavg_ls", "scaffold_ls", "dream_m05", "fedcmoo")
 COLORS = method_colors(METHODS)
-LABELS = {"dream": "DREAM-R", "dream_no_cv": "DREAM-R without CV", "fmgda": "FMGDA", "mgda_central": "central MGDA",
+LABELS = {"dream": "DREAM-R", "dream_no_cv": "DREAM-R without CV", "fmgda": "FMGDA", "fedcmoo": "FedCMOO",
+          "mgda_central": "central MGDA",
           "fedavg_ls": "FedAvg-LS", "scaffold_ls": "SCAFFOLD-LS", "dream_m05": "DREAM-R (beta 0.5)"}
 
 
@@ -27,13 +28,14 @@ def _stationarity(results: Path, out: Path) -> None:
     traces = read_arrays(results / "quadratic" / "traces.npz")
     fig, axes = new_figure(ncols=2, width=4.2, height=3.3)
     for ax, (suffix, K) in zip(axes[0], (("_k1", 1), ("", 10))):
-        for m in ("dream", "dream_no_cv", "fmgda", "mgda_central"):
+        for m in ("dream", "dream_no_cv", "fmgda", "fedcmoo", "mgda_central"):
             run = m + suffix
             insts = _instances(traces, run)
             for j, inst in enumerate(insts):
                 y = traces[f"{run}__{inst}__sqrt_s"]
                 ax.semilogy(np.arange(y.size), np.maximum(y, 1e-17), color=COLORS[m], alpha=1.0 if j == 0 else 0.35,
-                            linestyle="--" if m == "mgda_central" else "-", label=LABELS[m] if j == 0 else None)
+                            linestyle={"mgda_central": "--", "fedcmoo": ":"}.get(m, "-"),
+                            label=LABELS[m] if j == 0 else None)
         ax.set_xlabel("round t")
         ax.set_title(f"K = {K} local steps")
     axes[0, 0].set_ylabel(r"$\sqrt{S(x_t)}$ (exact gradients)")
@@ -45,14 +47,15 @@ def _ca_distance(results: Path, out: Path) -> None:
     traces = read_arrays(results / "quadratic" / "traces.npz")
     fig, axes = new_figure(width=5.0, height=3.4)
     ax = axes[0, 0]
-    for m in ("dream", "dream_m05", "dream_no_cv", "fmgda"):
+    for m in ("dream", "dream_m05", "dream_no_cv", "fmgda", "fedcmoo"):
         insts = _instances(traces, m)
         if not insts:
             continue
         ys = np.array([traces[f"{m}__{inst}__ca"][:100] for inst in insts])
         ok = np.any(np.isfinite(ys), axis=0)   # NaN where ||d*|| < 1e-8 (converged) on every instance
         mean = np.array([np.nanmean(col) if k else np.nan for col, k in zip(ys.T, ok)])
-        ax.semilogy(np.arange(ys.shape[1]), mean, color=COLORS[m], label=LABELS[m])
+        ax.semilogy(np.arange(ys.shape[1]), mean, color=COLORS[m], label=LABELS[m],
+                    linestyle=":" if m == "fedcmoo" else "-")
     ax.set_xlabel("round t")
     ax.set_ylabel(r"$\|d^t - d^*(x^t)\| / \|d^*(x^t)\|$ (mean over instances)")
     ax.set_title("Distance to the conflict-avoidant direction")
@@ -120,7 +123,10 @@ def _qp_table(results: Path, out: Path) -> None:
     header = ["M x d", *[f"{s} (us/call)" for s in solvers], "own / cvxpy-Clarabel",
               *[f"max abs weight diff vs own ({s})" for s in met["solvers"]]]
     lines = [f"**Weight QP: microseconds per call** ({tim['calls']} calls of the own solver, "
-             f"{tim['calls_external']} of each library; every call starts from C, BLAS on one thread; "
+             f"{tim['calls_external']} of each library"
+             + (f" except torchjd ({tim['calls_torchjd']}, Frank-Wolfe to epsilon {met['torchjd']['epsilon']:g})"
+                if tim.get("calls_torchjd") else "")
+             + "; every call starts from C, BLAS on one thread; "
              f"hardware: {_hardware(base / 'provenance.json')})", "",
              "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     for key, t in sorted(tim["us_per_call"].items(), key=lambda kv: tuple(int(v) for v in kv[0].split("x"))):
@@ -147,6 +153,23 @@ def _round_cost(results: Path, out: Path) -> None:
                  f"{up:.0f}", f"{down:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
     atomic_write_text(out / "round_cost.md", "\n".join(lines) + "\n")
+
+
+def _grid_table(results: Path, out: Path) -> None:
+    met = read_metrics(results / "quadratic_grid" / "metrics.json")
+    runs = list(met["runs"])
+    header = ["M x d", *[f"{r} sqrt S(x_T)" for r in runs], *[f"{r} CA distance" for r in runs],
+              "CA ratio DREAM-R / best baseline"]
+    lines = [f"**Heterogeneous quadratics with more objectives and dimensions** (T = {met['rounds']}; sqrt S(x_T) is "
+             "the max over instances for DREAM-R runs and the min for the others; CA distance: mean relative "
+             "distance to the conflict-avoidant direction over the first rounds, mean over instances)", "",
+             "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    for M, d in met["grid"]:
+        key = f"{M}x{d}"
+        cells = [f"{M} x {d}", *[f"{met['final_sqrt_s'][key][r]:.3g}" for r in runs],
+                 *[f"{met['ca'][key][r]:.3g}" for r in runs], f"{met['ca_ratio'][key]:.3g}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    atomic_write_text(out / "quadratic_grid.md", "\n".join(lines) + "\n")
 
 
 def _pareto(results: Path, out: Path) -> None:
@@ -182,6 +205,8 @@ def make_figures(results_dir, out_dir, scale: str) -> None:
     if (results / "quadratic" / "traces.npz").exists():
         _stationarity(results, out)
         _ca_distance(results, out)
+    if (results / "quadratic_grid" / "metrics.json").exists():
+        _grid_table(results, out)
     if (results / "speedup" / "metrics.json").exists():
         _speedup(results, out)
     if (results / "rho_sweep" / "metrics.json").exists():

@@ -6,6 +6,9 @@ flat float32 vector theta (layer order, each weight (out, in) row-major, then it
 control variates and per-task gradients are plain vectors (a head unused by a task gets a zero gradient).
 The round loop is the one of :mod:`papers.dream.algorithms`; local steps are SGD on minibatches, the
 control-variate probe uses its own minibatch (``probe_batch`` samples, all local ones if fewer) at x^t.
+FedCMOO (without compression) probes the per-task gradients at x^t the same way, the server averages them over
+the participating clients and solves the weight QP on that Jacobian, then the clients take K plain SGD steps
+on the weighted loss.
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ from papers.dream.data import make_multidigits
 
 __all__ = ["MD_METHODS", "SharedTrunkMLP", "run_multidigits"]
 
-MD_METHODS = ("dream", "dream_no_cv", "fmgda", "fedavg_ls", "scaffold_ls")
+MD_METHODS = ("dream", "dream_no_cv", "fmgda", "fedcmoo", "fedavg_ls", "scaffold_ls")
 
 
 class SharedTrunkMLP:
@@ -219,6 +222,19 @@ def run_multidigits(method: str, *, rounds: int, n_clients: int = 10, dirichlet_
             lam, dvec = dream_weights(delta.double().numpy(), correction, rho)
             x_new = x - eta_g * K * eta_l * torch.from_numpy(dvec.astype(np.float32))
             cats = (("model.down", D), ("model.up", M * D))
+        elif method == "fedcmoo":
+            Xp, Yp, swp = probes(part)
+            jac = torch.stack([model.grads(xs, Xp, Yp, eye[m].expand(n_p, M), swp) for m in range(M)],
+                              dim=1).mean(dim=0).double().numpy()
+            lam, _ = dream_weights(jac, correction, rho)
+            omega = correction_matrix(jac, correction) @ lam
+            om = torch.from_numpy(omega.astype(np.float32)).expand(n_p, M)
+            y = xs.clone()
+            for _ in range(K):
+                Xb, Yb = minibatches(part)
+                y = y - eta_l * model.grads(y, Xb, Yb, om, sw_b)
+            x_new = x + eta_g * (y - xs).mean(dim=0)
+            cats = (("model.down", D), ("weights.down", M), ("model.up", D), ("jacobian.up", M * D))
         else:  # fedavg_ls / scaffold_ls on sum_m w_m f_{i,m}
             om = w_t.expand(n_p, M)
             corr = (cs.unsqueeze(0) - cs_i[part]) if method == "scaffold_ls" else torch.zeros(n_p, D)

@@ -19,10 +19,11 @@ from shared.experiment import RunContext, main
 from shared.results import atomic_write_text, mean_and_se
 
 from . import baselines as bl
+from .ablation import relaxed_descent
 from .gset import best_known, decode_text, load_gset, parse_rudy
 from .landscape import margin_gamma, one_flip_minima, relaxation_corner_minima
-from .problems import (cut_value, er_edges, goe_instance, kn_instance, landscape_instance, maxcut_coupling,
-                       npp_discrepancy, npp_operator, sk_instance)
+from .problems import (cut_value, er_edges, goe_instance, ising_energy, kn_instance, landscape_instance,
+                       maxcut_coupling, npp_discrepancy, npp_operator, sk_instance, sync_score)
 from .solver import mip_crim, mip_crim_batch, tune_mip_crim
 
 HERE = Path(__file__).resolve().parent
@@ -434,8 +435,203 @@ def run_tuning(params: dict, ctx: RunContext):
     return rows, {"tuning": metrics}
 
 
+# ------------------------------------------------------------------------------------------------ Fig. 2 ablation
+def _ablation_energy_stats(E, norm):
+    e = np.asarray(E) / norm
+    m, se = mean_and_se(e)
+    return {"mean": m, "se": se, "min": float(e.min()), "median": float(np.median(e))}
+
+
+def run_ablation(params: dict, ctx: RunContext):
+    """Fig. 2: attractors f1/f2/f3 (each with Adam, parameters and step tuned on a grid) and optimisers GD,
+    heavy-ball (momentum 0.9) and Adam (with the quartic f2, step tuned on a grid) on one SK instance; each run is
+    Algorithm 1's loop (epochs of inner steps, restarts N(lam s, sigma I)) from a uniform start in the box.
+    Tuning uses its own starts and seeds; the reported histograms use ``starts`` fresh ones."""
+    n, iseed, lam = int(params["n"]), int(params["instance_seed"]), float(params["lam"])
+    J = sk_instance(n, iseed)
+    norm = n ** 1.5 / math.sqrt(2)
+    L = float(np.max(np.abs(np.linalg.eigvalsh(J))))
+    R, Rt = int(params["starts"]), int(params["tune_starts"])
+    X_eval = np.random.default_rng([iseed, 1]).uniform(-lam, lam, size=(n, R))
+    X_tune = np.random.default_rng([iseed, 0]).uniform(-lam, lam, size=(n, Rt))
+    seeds_eval, seeds_tune = [[iseed, 1, c] for c in range(R)], [[iseed, 0, c] for c in range(Rt)]
+    common = dict(lam=lam, steps=int(params["inner_steps"]), epochs=int(params["epochs"]),
+                  sigma=float(params["sigma"]))
+    lr_grid = {"adam": [float(v) for v in params["adam_taus"]],
+               "gd": [float(v) / L for v in params["gd_etas"]],
+               "heavy_ball": [float(v) / L for v in params["hb_etas"]]}
+
+    def tune(attractor, grid, optimizer):
+        best = None
+        for hp in grid:
+            for lr in lr_grid[optimizer]:
+                _, _, E = relaxed_descent(J, X_tune, attractor=attractor, params=hp, optimizer=optimizer, lr=lr,
+                                          seeds=seeds_tune, **common)
+                if best is None or E.mean() < best[0]:
+                    best = (float(E.mean()), dict(hp), lr)
+        return best
+
+    rows, att_m, opt_m = [], {}, {}
+    chosen = {}
+    for att in ("f1", "f2", "f3"):
+        grid = [{k: float(v) for k, v in hp.items()} for hp in params["attractor_grid"][att]]
+        _, hp, lr = tune(att, grid, "adam")
+        _, S, E = relaxed_descent(J, X_eval, attractor=att, params=hp, optimizer="adam", lr=lr, seeds=seeds_eval,
+                                  **common)
+        sync = [sync_score(J, S[:, c]) for c in range(R)]
+        att_m[att] = {**_ablation_energy_stats(E, norm), "params": hp, "tau": lr, "mean_sync": float(np.mean(sync)),
+                      "frac_sync_one": float(np.mean(np.array(sync) == 1.0))}
+        chosen[att] = hp
+        rows += [_row("adam", c, 0, "norm_energy", e / norm, panel="attractor", variant=att)
+                 for c, e in enumerate(E)]
+    for opt in ("gd", "heavy_ball", "adam"):
+        _, hp, lr = tune("f2", [chosen["f2"]], opt)
+        _, S, E = relaxed_descent(J, X_eval, attractor="f2", params=hp, optimizer=opt, lr=lr, seeds=seeds_eval,
+                                  **common)
+        opt_m[opt] = {**_ablation_energy_stats(E, norm), "lr": lr, "lr_times_L": lr * L if opt != "adam" else None}
+        if opt_m[opt]["lr_times_L"] is None:
+            del opt_m[opt]["lr_times_L"]
+        rows += [_row(opt, c, 0, "norm_energy", e / norm, panel="optimizer", variant=opt) for c, e in enumerate(E)]
+    # reference: greedy one-flip descent from R uniform random spin vectors
+    _, Eg = bl.greedy_restarts(J, R, iseed)
+    rows += [_row("greedy", c, 0, "norm_energy", e / norm, panel="reference", variant="greedy")
+             for c, e in enumerate(Eg)]
+    others_att = min(att_m[a]["mean"] for a in ("f1", "f3"))
+    others_opt = min(opt_m[o]["mean"] for o in ("gd", "heavy_ball"))
+    metrics = {"ablation": {"n": n, "starts": R, "attractors": att_m, "optimizers": opt_m,
+                            "greedy": _ablation_energy_stats(Eg, norm),
+                            "f2_minus_best_other_attractor": att_m["f2"]["mean"] - others_att,
+                            "adam_minus_best_other_optimizer": opt_m["adam"]["mean"] - others_opt,
+                            "adam_f2_minus_greedy": opt_m["adam"]["mean"] - float(np.mean(Eg)) / norm}}
+    return rows, metrics
+
+
+# ----------------------------------------------------------------------------------------------- Fig. 3 ER hists
+def run_er_hist(params: dict, ctx: RunContext):
+    """Fig. 3: cut histograms on ER(n, p) graphs (sparse and dense) over ``runs`` MiP-CRIM runs, SA reads and
+    ballistic-SB reads. MiP-CRIM uses G1's Table-4 (alpha, beta, lam) (G1 is an ER graph); tau is picked per graph
+    from a small grid by the mean cut of ``tune_runs`` separate tuning runs."""
+    n, R = int(params["n"]), int(params["runs"])
+    hp = _gset_params(params["mip_params_from"], params)
+    rows, metrics = [], {}
+    for p in params["ps"]:
+        p = float(p)
+        edges = er_edges(n, p, int(params["graph_seed"]))
+        J = maxcut_coupling(n, edges)
+        Jrun = J.toarray() if p > 0.3 else J                 # dense products for dense graphs
+        common = dict(epochs=int(params["epochs"]), inner_steps=int(params["inner_steps"]),
+                      sigma=float(params.get("sigma", 1e-3)))
+        taus, Rt = [float(v) for v in params["taus"]], int(params["tune_runs"])
+        tune_seeds = [[1, c] for c in range(Rt)]                   # tuning runs use their own seeds
+        tr = mip_crim_batch(Jrun, **hp, tau=np.repeat(taus, Rt), seeds=tune_seeds * len(taus), **common)
+        tc = np.array([cut_value(edges, r.spins) for r in tr]).reshape(len(taus), Rt).mean(axis=1)
+        tau = taus[int(np.argmax(tc))]
+        runs = mip_crim_batch(Jrun, **hp, tau=tau, seeds=range(R), **common)
+        mip = np.array([cut_value(edges, r.spins) for r in runs])
+        Ssa, _, _ = bl.simulated_annealing(J, num_reads=R, num_sweeps=int(params["sa_sweeps"]), seed=0)
+        sa = np.array([cut_value(edges, Ssa[:, c]) for c in range(R)])
+        Sb, _ = bl.ballistic_sb(Jrun, steps=int(params["bsb_steps"]), reads=R, seed=0)
+        bsb = np.array([cut_value(edges, Sb[:, c]) for c in range(R)])
+        key = f"p{p:g}"
+        entry = {"n": n, "p": p, "m": len(edges), "mip_sync_mean": float(np.mean([r.sync for r in runs])),
+                 "tau": tau, "tune_mean_cut_per_tau": {f"{a:g}": float(b) for a, b in zip(taus, tc)}}
+        for meth, c in (("mip_crim", mip), ("sa", sa), ("bsb", bsb)):
+            entry[f"{meth}_mean"] = float(c.mean())
+            entry[f"{meth}_best"] = float(c.max())
+            entry[f"{meth}_std"] = float(c.std())
+            rows += [_row(meth, k, 0, "cut", v, graph=key) for k, v in enumerate(c)]
+        entry["mip_mean_minus_sa_mean"] = entry["mip_crim_mean"] - entry["sa_mean"]
+        entry["mip_mean_minus_bsb_mean"] = entry["mip_crim_mean"] - entry["bsb_mean"]
+        metrics[key] = entry
+    metrics["n_graphs_mip_mean_ge_sa"] = int(sum(v["mip_mean_minus_sa_mean"] >= 0 for v in metrics.values()))
+    metrics["n_graphs_mip_mean_ge_bsb"] = int(sum(v["mip_mean_minus_bsb_mean"] >= 0 for k, v in metrics.items()
+                                                  if isinstance(v, dict)))
+    metrics["n_graphs"] = len(params["ps"])
+    return rows, {"er": metrics}
+
+
+# ---------------------------------------------------------------------------------------- Figs. 5-6 sensitivity
+def _sens_instance(kind: str, params: dict, ctx: RunContext):
+    """(J for the solver, cut-or-energy function, base parameters, margin lower bound gamma0, larger-is-better)."""
+    spec = params["instances"][kind]
+    if kind == "sk":
+        n = int(spec["n"])
+        J = sk_instance(n, int(spec["seed"]))
+        norm = n ** 1.5 / math.sqrt(2)
+        return J, (lambda s: -ising_energy(J, s) / norm), dict(spec["solver"]), 1e-5
+    if kind == "kn":
+        W = kn_instance(int(spec["n"]), int(spec["seed"]))
+        return -W, (lambda s: 0.25 * float(W.sum() - s @ W @ s)), {**_gset_params("G10", params),
+                                                                   "tau": float(spec["tau"])}, 1.0
+    n, edges, _ = _graph(kind, params, ctx)
+    return maxcut_coupling(n, edges), (lambda s: cut_value(edges, s)), {**_gset_params(kind, params),
+                                                                         "tau": float(spec["tau"])}, 1.0
+
+
+def run_sensitivity(params: dict, ctx: RunContext):
+    """Figs. 5-7: best quality and sync versus alpha (points of the admissible interval (3 beta lam^2,
+    beta lam^2 + gamma0), gamma0 the instance's lsb margin bound), versus lam (log grid; alpha, beta, tau fixed
+    at the base values, admissibility recorded) and versus tau (alpha, beta, lam fixed) on SK, K_n (+-1) and G10.
+    Quality is the cut for graphs and -E/(n^1.5/sqrt 2) for SK (larger is better)."""
+    us = [float(u) for u in params["alpha_fracs"]]
+    lams = [float(v) for v in params["lams"]]
+    taus = [float(v) for v in params["taus"]]
+    seeds = [int(s) for s in params["seeds"]]
+    rows, metrics = [], {}
+    for kind in params["instances"]:
+        J, quality, base, g0 = _sens_instance(kind, params, ctx)
+        beta, lam0 = float(base["beta"]), float(base["lam"])
+        lo, hi = 3 * beta * lam0 ** 2, beta * lam0 ** 2 + g0
+        a0, t0 = float(base["alpha"]), float(base["tau"])
+        cols = ([("alpha", u, lo + u * (hi - lo), lam0, t0, sd) for u in us for sd in seeds]
+                + [("lam", lm, a0, lm, t0, sd) for lm in lams for sd in seeds]
+                + [("tau", tu, a0, lam0, tu, sd) for tu in taus for sd in seeds])
+        runs = mip_crim_batch(J, alpha=np.array([c[2] for c in cols]), beta=beta, lam=np.array([c[3] for c in cols]),
+                              tau=np.array([c[4] for c in cols]), seeds=[c[5] for c in cols],
+                              epochs=int(params["epochs"]), inner_steps=int(params["inner_steps"]),
+                              sigma=float(params.get("sigma", 1e-3)))
+        q = np.array([quality(r.spins.astype(np.float64)) for r in runs])
+        entry = {"base": {k: float(v) for k, v in base.items()}, "gamma0": g0, "alpha_range": [lo, hi]}
+        for axis, grid in (("alpha", us), ("lam", lams), ("tau", taus)):
+            per = {}
+            for x in grid:
+                idx = [k for k, c in enumerate(cols) if c[0] == axis and c[1] == x]
+                a_, l_ = cols[idx[0]][2], cols[idx[0]][3]
+                adm = bool(3 * beta * l_ ** 2 < a_ < beta * l_ ** 2 + g0)
+                per[f"{x:g}"] = {"best": float(q[idx].max()), "mean": float(q[idx].mean()),
+                                 "mean_sync": float(np.mean([runs[k].sync for k in idx])), "alpha": a_, "lam": l_,
+                                 "admissible": adm}
+                rows += [_row("mip_crim", cols[k][5], 0, "quality", q[k], instance=kind, axis=axis, x=x,
+                              admissible=int(adm)) for k in idx]
+                rows += [_row("mip_crim", cols[k][5], 0, "sync", runs[k].sync, instance=kind, axis=axis, x=x,
+                              admissible=int(adm)) for k in idx]
+            entry[axis] = per
+        best_a = [v["best"] for v in entry["alpha"].values()]
+        entry["alpha_rel_spread_pct"] = 100.0 * (max(best_a) - min(best_a)) / abs(max(best_a))
+        entry["alpha_min_mean_sync"] = min(v["mean_sync"] for v in entry["alpha"].values())
+        adm_l = [v["best"] for v in entry["lam"].values() if v["admissible"]]
+        inadm_l = [v["best"] for v in entry["lam"].values() if not v["admissible"]]
+        entry["lam_best_admissible"] = max(adm_l) if adm_l else None
+        entry["lam_best_inadmissible"] = max(inadm_l) if inadm_l else None
+        entry["tau_min_mean_sync"] = min(v["mean_sync"] for v in entry["tau"].values())
+        if entry["lam_best_admissible"] is None:
+            del entry["lam_best_admissible"]
+        if entry["lam_best_inadmissible"] is None:
+            del entry["lam_best_inadmissible"]
+        metrics[kind] = entry
+    metrics["alpha_min_mean_sync_all"] = min(v["alpha_min_mean_sync"] for v in metrics.values())
+    metrics["alpha_max_rel_spread_pct"] = max(v["alpha_rel_spread_pct"] for k, v in metrics.items()
+                                              if isinstance(v, dict))
+    metrics["tau_min_mean_sync_all"] = min(v["tau_min_mean_sync"] for k, v in metrics.items()
+                                           if isinstance(v, dict))
+    metrics["lam_min_mean_sync_all"] = min(e["mean_sync"] for k, v in metrics.items() if isinstance(v, dict)
+                                           for e in v["lam"].values())
+    return rows, {"sensitivity": metrics}
+
+
 EXPERIMENTS = {"landscape": run_landscape, "sk_goe": run_sk_goe, "gset": run_gset, "tau_sweep": run_tau_sweep,
-               "npp": run_npp, "kn_gw": run_kn_gw, "performance": run_performance, "tuning": run_tuning}
+               "npp": run_npp, "kn_gw": run_kn_gw, "performance": run_performance, "tuning": run_tuning,
+               "ablation": run_ablation, "er_hist": run_er_hist, "sensitivity": run_sensitivity}
 
 if __name__ == "__main__":
     main(EXPERIMENTS)

@@ -202,6 +202,89 @@ def table_performance(res: Path, out: Path):
     atomic_write_text(out / "performance_table.md", text + "\nHardware: " + cpu + ", 1 thread.\n")
 
 
+def fig_ablation(res: Path, out: Path):
+    """Fig. 2: histograms of E/(n^1.5/sqrt 2) over the runs, per attractor (Adam) and per optimiser (quartic f2)."""
+    df = read_tidy(res / "ablation" / "results.csv")
+    met = read_metrics(res / "ablation" / "metrics.json")["ablation"]
+    fig, axes = new_figure(2, 1)
+    vals = df["value"]
+    bins = np.linspace(vals.min(), vals.max(), 31)
+    greedy = df[df.variant == "greedy"]["value"]
+    cols = method_colors(["f1", "f2", "f3", "gd", "heavy_ball", "adam", "greedy"])
+    labels = {"f1": "f1 = -theta x^2", "f2": "f2 quartic (MiP-CRIM)", "f3": "f3 atanh barrier", "gd": "GD",
+              "heavy_ball": "heavy ball (0.9)", "adam": "Adam"}
+    for ax, panel, variants, title in ((axes[0, 0], "attractor", ("f1", "f2", "f3"), "attractors (Adam, tuned)"),
+                                       (axes[0, 1], "optimizer", ("gd", "heavy_ball", "adam"),
+                                        "optimisers (quartic f2, tuned step)")):
+        sub = df[df.panel == panel]
+        for v in variants:
+            s = sub[sub.variant == v]["value"]
+            group = met["attractors" if panel == "attractor" else "optimizers"][v]
+            ax.hist(s, bins=bins, histtype="step", lw=1.5, color=cols[v],
+                    label=f"{labels[v]} (mean {group['mean']:.4f})")
+        ax.hist(greedy, bins=bins, histtype="stepfilled", alpha=0.2, color=cols["greedy"], label="greedy 1-flip")
+        ax.set_xlabel("E / (n^1.5 / sqrt 2)")
+        ax.set_ylabel("runs")
+        ax.set_title(f"SK n = {met['n']}: {title}", fontsize=9)
+        ax.legend(fontsize=6)
+    save_figure(fig, out / "ablation.png")
+
+
+def fig_er_hist(res: Path, out: Path):
+    """Fig. 3: cut histograms on ER graphs for MiP-CRIM, SA and ballistic SB."""
+    df = read_tidy(res / "er_hist" / "results.csv")
+    met = read_metrics(res / "er_hist" / "metrics.json")["er"]
+    graphs = list(dict.fromkeys(df["graph"]))
+    fig, axes = new_figure(len(graphs), 1)
+    for ax, g in zip(axes[0], graphs):
+        sub = df[df.graph == g]
+        lo = sub[sub.method != "bsb"]["value"].min()
+        hi = sub["value"].max()
+        bins = np.linspace(lo, hi, 31) if hi > lo else np.linspace(lo - 1, hi + 1, 3)
+        for meth in ("mip_crim", "sa", "bsb"):
+            s = sub[sub.method == meth]["value"]
+            below = int((s < lo).sum())
+            lab = LABEL[meth] + (f" ({below} runs below range)" if below else "")
+            ax.hist(np.clip(s, lo, hi), bins=bins, histtype="step", lw=1.5, color=COL[meth], label=lab)
+        m = met[g]
+        ax.set_title(f"ER(n={m['n']}, p={m['p']:g}), MiP-CRIM tau={m['tau']:g}", fontsize=9)
+        ax.set_xlabel("cut")
+        ax.set_ylabel("runs")
+        ax.legend(fontsize=6)
+    save_figure(fig, out / "er_hist.png")
+
+
+def fig_sensitivity(res: Path, out: Path):
+    """Figs. 5-7: best quality (relative to each instance's best) and mean sync vs alpha, lam and tau."""
+    df = read_tidy(res / "sensitivity" / "results.csv")
+    fig, axes = new_figure(3, 2)
+    insts = list(dict.fromkeys(df["instance"]))
+    cols = method_colors(insts)
+    xlabels = {"alpha": "alpha position u in the admissible interval", "lam": "lam (alpha, beta, tau fixed)",
+               "tau": "Adam step tau (alpha, beta, lam fixed)"}
+    for j, axis in enumerate(("alpha", "lam", "tau")):
+        for inst in insts:
+            sub = df[(df.instance == inst) & (df.axis == axis)]
+            q = sub[sub.metric == "quality"]
+            top = df[(df.instance == inst) & (df.metric == "quality")]["value"].max()
+            best = q.groupby("x")["value"].max() / top
+            syn = sub[sub.metric == "sync"].groupby("x")["value"].mean()
+            adm = q.groupby("x")["admissible"].max().astype(bool).to_numpy()
+            axes[0, j].plot(best.index, best, "-", color=cols[inst], label=inst)
+            axes[0, j].plot(best.index[adm], best[adm], "o", color=cols[inst])
+            axes[0, j].plot(best.index[~adm], best[~adm], "x", color=cols[inst])
+            axes[1, j].plot(syn.index, syn, "o-", color=cols[inst], label=inst)
+        axes[1, j].axhline(0.98, color="k", ls=":", lw=0.8)
+        for i in (0, 1):
+            axes[i, j].set_xlabel(xlabels[axis], fontsize=8)
+            if axis == "lam":
+                axes[i, j].set_xscale("log")
+        axes[0, j].set_ylabel("best / instance best (o: admissible)", fontsize=8)
+        axes[1, j].set_ylabel("mean sync", fontsize=8)
+        axes[0, j].legend(fontsize=7)
+    save_figure(fig, out / "sensitivity.png")
+
+
 def make_figures(results_dir: Path, out_dir: Path, scale: str) -> None:
     """Write every figure and table listed under the scale's ``figures:`` in config.yaml."""
     res, out = Path(results_dir), Path(out_dir)
@@ -212,6 +295,9 @@ def make_figures(results_dir: Path, out_dir: Path, scale: str) -> None:
     fig_npp(res, out)
     fig_kn(res, out)
     table_performance(res, out)
+    fig_ablation(res, out)
+    fig_er_hist(res, out)
+    fig_sensitivity(res, out)
 
 
 if __name__ == "__main__":

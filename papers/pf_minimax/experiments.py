@@ -10,12 +10,12 @@ across reruns.
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
 from shared.experiment import RunContext, main
 from shared.results import mean_and_se, write_metrics
+from shared.timing import time_calls
 
 from .methods import run_method
 from .problems import game_value, make_problem
@@ -292,13 +292,8 @@ def run_smoothing_check(params: dict, ctx: RunContext):
 
 # --------------------------------------------------------------------------------------------------- performance
 def _median_time(fn, repeats: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+    """Median wall seconds of ``repeats`` calls after one warm-up call."""
+    return time_calls(fn, repeats, warmup=True).wall_median
 
 
 def run_performance(params: dict, ctx: RunContext):

@@ -7,8 +7,6 @@ Run one: ``python -m papers.robust_sim.experiments NAME --config papers/robust_s
 from __future__ import annotations
 
 import math
-import statistics
-import time
 
 import numpy as np
 import pandas as pd
@@ -17,6 +15,7 @@ from threadpoolctl import threadpool_limits
 from shared import seeding
 from shared.experiment import RunContext, main
 from shared.results import mean_and_se, read_metrics
+from shared.timing import time_calls
 
 from .baselines import fit_huber, fit_itlm, random_unit, stein_init
 from .data import make_sim_data
@@ -343,16 +342,8 @@ def run_init_quality(params: dict, ctx: RunContext):
 
 def _median_time(fn, repeats: int, warmup: bool = True) -> tuple[float, float, object]:
     """Median CPU and wall seconds of ``repeats`` calls of fn() (after one warm-up call), and the last result."""
-    if warmup:
-        fn()
-    cpu, wall = [], []
-    out = None
-    for _ in range(repeats):
-        c0, w0 = time.process_time(), time.perf_counter()
-        out = fn()
-        cpu.append(time.process_time() - c0)
-        wall.append(time.perf_counter() - w0)
-    return statistics.median(cpu), statistics.median(wall), out
+    t = time_calls(fn, repeats, warmup=warmup)
+    return t.cpu_median, t.wall_median, t.output
 
 
 def run_timing(params: dict, ctx: RunContext):

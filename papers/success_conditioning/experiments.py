@@ -8,13 +8,13 @@ identity, improvement, trust_region, monte_carlo and perf see the same instances
 """
 from __future__ import annotations
 
-import time
 
 import numpy as np
 
 from shared.experiment import RunContext, main
 from shared.results import write_arrays
 from shared.seeding import generator, spawn
+from shared.timing import time_calls
 
 from . import baselines as bl
 from . import gridworld as gw
@@ -454,12 +454,9 @@ def run_gridworld(params: dict, ctx: RunContext):
 
 # ---------------------------------------------------------------------------------------------------- perf
 def _timed(fn, repeats=1):
-    best = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        best.append(time.perf_counter() - t0)
-    return out, float(np.median(best))
+    """(last output, median wall seconds) of ``repeats`` calls."""
+    t = time_calls(fn, repeats)
+    return t.output, t.wall_median
 
 
 def run_perf(params: dict, ctx: RunContext):

@@ -21,6 +21,7 @@ import ot
 
 from shared.experiment import RunContext, main
 from shared.results import write_arrays, write_metrics
+from shared.timing import time_calls
 
 from .partition import equitable_partition
 from .problems import (circle_problem, circle_w1, d4_point_clouds, dodecahedron_stabiliser_orbits, graph_problem,
@@ -265,13 +266,8 @@ def run_robust(params: dict, ctx: RunContext):
 # ------------------------------------------------------------------------------------------------- speed
 def _timed(fn, repeats: int):
     """(min wall s, min CPU s, last output) over ``repeats`` calls."""
-    walls, cpus, out = [], [], None
-    for _ in range(repeats):
-        w0, c0 = time.perf_counter(), time.process_time()
-        out = fn()
-        cpus.append(time.process_time() - c0)
-        walls.append(time.perf_counter() - w0)
-    return min(walls), min(cpus), out
+    t = time_calls(fn, repeats)
+    return t.wall_min, t.cpu_min, t.output
 
 
 def _time_pair(a, b, C, reg, num_iter, repeats, emd_itermax):

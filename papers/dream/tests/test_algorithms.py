@@ -102,3 +102,43 @@ def test_bad_input(prob, kw, name):
 def test_unknown_method(prob):
     with pytest.raises(ValueError, match="method"):
         run_quadratic(prob, "fedprox", rounds=2)
+
+
+# ------------------------------------------------------------------------------------------------- FedCMOO
+def test_fedcmoo_one_local_step_is_central_mgda(prob):
+    # K = 1, all clients, exact gradients: the averaged anchor Jacobian is G(x^t), so the round is
+    # x^{t+1} = x^t - eta_g eta_l d*(x^t), the centralised MGDA step.
+    a = run_quadratic(prob, "fedcmoo", rounds=25, local_steps=1)
+    b = run_quadratic(prob, "mgda_central", rounds=25, local_steps=1)
+    np.testing.assert_allclose(a["x"], b["x"], atol=1e-12)
+    np.testing.assert_allclose(a["weights"][:-1], b["weights"][:-1], atol=1e-12)
+
+
+def test_fedcmoo_with_preference_matrix_is_fedavg(prob):
+    # A = w 1^T gives omega = w whatever lam is: FedCMOO's local steps are FedAvg on sum_m w_m f_{i,m}
+    w = np.array([0.3, 0.7])
+    for S in (None, 2):
+        a = run_quadratic(prob, "fedcmoo", rounds=20, correction=np.outer(w, np.ones(2)), clients_per_round=S, seed=2)
+        b = run_quadratic(prob, "fedavg_ls", rounds=20, preference=w, clients_per_round=S, seed=2)
+        np.testing.assert_allclose(a["x"], b["x"], atol=1e-12)
+    p1 = QuadraticFederation.random(3, 1, 2, seed=3)   # M = 1: FedAvg
+    np.testing.assert_allclose(run_quadratic(p1, "fedcmoo", rounds=15)["x"],
+                               run_quadratic(p1, "fedavg_ls", rounds=15)["x"], atol=1e-12)
+
+
+def test_fedcmoo_keeps_a_drift_floor_and_counts_bytes(prob):
+    res = run_quadratic(prob, "fedcmoo", rounds=150)
+    assert np.sqrt(res["stationarity"][-1]) > 1e-2        # no drift correction, K = 10, heterogeneous clients
+    d, M, S = 3, 2, 2
+    part = run_quadratic(prob, "fedcmoo", rounds=4, clients_per_round=S)
+    np.testing.assert_array_equal(part["bytes_up"], 4 * S * (d + M * d))     # Jacobian (uncompressed) + model
+    np.testing.assert_array_equal(part["bytes_down"], 4 * S * (d + M))       # model + weights
+
+
+def test_dream_exact_with_more_tasks():
+    # the drift-corrected fixed point is G lam = 0 for any M (M < d here: with M > d the Pareto-stationary
+    # set has interior, and the uncorrected baselines can end inside it)
+    p = QuadraticFederation.random(4, 5, 8, seed=1)
+    d = run_quadratic(p, "dream", rounds=200)
+    assert np.sqrt(d["stationarity"][-1]) < 1e-9
+    assert np.sqrt(run_quadratic(p, "fedcmoo", rounds=200)["stationarity"][-1]) > 1e-3

@@ -83,3 +83,18 @@ def test_bad_input():
         run_multidigits("mgda_central", **TINY)
     with pytest.raises(ValueError, match="momentum"):
         run_multidigits("dream", momentum=1.0, **TINY)
+
+
+def test_fedcmoo_with_preference_is_fedavg_and_counts_bytes():
+    # with 200 pairs over 3 clients every probe is the whole local set (no draw), so both methods see the same
+    # minibatches; A = w 1^T makes FedCMOO's weighted local loss sum_m w_m f_{i,m}
+    w = np.array([0.25, 0.75])
+    a = run_multidigits("fedcmoo", correction=np.outer(w, np.ones(2)), **TINY)
+    b = run_multidigits("fedavg_ls", preference=w, **TINY)
+    np.testing.assert_allclose(a["test_loss"], b["test_loss"], rtol=1e-6)
+    D = SharedTrunkMLP(2).dim
+    c = run_multidigits("fedcmoo", **TINY)
+    assert c["bytes_per_client_round"]["jacobian.up"] == 4 * 2 * D
+    assert c["bytes_per_client_round"]["model.up"] == 4 * D
+    assert c["bytes_per_client_round"]["weights.down"] == 8
+    assert np.all(np.isfinite(c["test_accuracy"]))
