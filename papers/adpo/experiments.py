@@ -164,6 +164,13 @@ def load_sft(params: dict, task: str, seed: int):
 
 
 # ----------------------------------------------------------------------------------------------- train
+def _device(name: str) -> torch.device:
+    """``"auto"``: CUDA when available, else the CPU; otherwise the named torch device."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
 def _data(params, task, seed, ref):
     train_pairs = make_preference_pairs(task, int(params["n_pairs"]), seed=seed + 11)
     seen = {tuple(p.prompt) for p in train_pairs}
@@ -174,7 +181,7 @@ def _data(params, task, seed, ref):
 
 
 def _train_task(params, ctx, task, rows, timing):
-    ref = load_sft(params, task, ctx.seed)
+    ref = load_sft(params, task, ctx.seed).to(_device(params.get("device", "cpu")))
     data, prompts, eval_data = _data(params, task, ctx.seed, ref)
     resp_len = len(solve(task, prompts[0])) + (1 if task == "sort_length" else 0)
     ref_greedy = greedy_responses(ref, prompts, resp_len)
@@ -238,6 +245,8 @@ def train(params: dict, ctx: RunContext):
     """Every method of ``params['methods']`` from the SFT weights, for every task and seed; held-out exact
     match, preference accuracy and KL per token at ``eval_steps``; error-token gradient share at every step.
 
+    ``params['device']`` (default "cpu"; "auto" picks CUDA when available) is where the policy and the reference
+    run; losses and metrics are computed on the CPU.
     Metrics per task: ``<task>.methods.<m>.{exact_match, pref_acc, kl}.{mean, se, per_seed}``,
     ``<task>.methods.<m>.init_err_max``, ``<task>.methods.<m>.final_grad_share``, ``<task>.reference``;
     ``claims.*`` (localised credit in points on the tasks of ``params['credit_tasks']``, worst task; KL ratio;
@@ -329,12 +338,6 @@ def perf(params: dict, ctx: RunContext):
 
 
 # ------------------------------------------------------------------------------------------------- llm
-def _llm_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
-
-
 def _llm_task(params, ctx, task, ref, policy_init, tokenizer, rows):
     """Every method and seed of the text arm on one task; final held-out exact match per seed."""
     from papers.adpo.llm import greedy_text_responses, text_exact_match, text_heldout, text_pairs
@@ -391,7 +394,7 @@ def llm(params: dict, ctx: RunContext):
     from papers.adpo.llm import add_lora
 
     seed_torch(ctx.seed)
-    device = _llm_device(params.get("device", "auto"))
+    device = _device(params.get("device", "auto"))
     ref, tokenizer = load_smollm2()
     ref = ref.to(device).eval()
     lora = params.get("lora", {})

@@ -34,12 +34,13 @@ from papers.sacopt.formulation import solve_formulation
 from papers.sacopt.problems import GeneratedProblem
 
 __all__ = ["ModelingRun", "run_sacopt", "run_forward_only", "run_standard", "ScriptedModeller",
-           "COVERAGES", "COSINE_THRESHOLD", "MAX_ITER", "FAULT_KINDS"]
+           "COVERAGES", "COSINE_THRESHOLD", "MAX_ITER", "FAULT_KINDS", "OBJECTIVE_FAULT_KINDS", "Evaluation"]
 
 COVERAGES = ("prompt", "math")
 COSINE_THRESHOLD = 0.75
 MAX_ITER = 5
 FAULT_KINDS = ("flip", "scale", "drop", "swap_rhs")
+OBJECTIVE_FAULT_KINDS = ("sense", "scale", "drop")
 SYSTEM = "You are an expert in operations research and in writing optimisation models with pulp."
 
 
@@ -264,6 +265,15 @@ def run_standard(problem, backend: Backend, *, max_debug: int = 3, executor=None
 
 
 # ------------------------------------------------------------------------------------------ scripted stand-in
+@dataclass
+class Evaluation:
+    """Outcome of :meth:`ScriptedModeller.evaluate` (the fields the pipeline reads from an ExecutionResult)."""
+
+    status: str
+    objective: float | None
+    stderr: str = ""
+    stdout: str = ""
+
 _TAG = re.compile(r"^([A-Z-]+): (.*)$", re.M)
 
 
@@ -277,15 +287,20 @@ class ScriptedModeller:
     coefficient by 1 +/- U(0.2, 0.5) rounded to 2 decimals, drop one term, swap the rhs for another entry of
     the same parameter) are redrawn up to 10 times until the model still solves and differs from the gold one.
     ``registry`` maps code it wrote to (spec, crash), i.e. the structure a back-translator reads from code.
+    ``q_obj`` (default 0) is the rate of a silent objective fault (flip the sense min/max, scale one coefficient
+    by 1 +/- U(0.2, 0.5), drop one term; redrawn up to 10 times until the model still solves and the objective
+    differs from the gold one); the objective is outside the backward loop, so nothing repairs it.
     """
 
     def __init__(self, problems, *, q: float, q_crash: float = 0.0, p: float = 1.0, p_debug: float = 1.0,
-                 seed: int = 0):
-        for name, v in (("q", q), ("q_crash", q_crash), ("p", p), ("p_debug", p_debug)):
+                 seed: int = 0, q_obj: float = 0.0):
+        for name, v in (("q", q), ("q_crash", q_crash), ("p", p), ("p_debug", p_debug), ("q_obj", q_obj)):
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
                 raise ValueError(f"{name} must be a probability in [0, 1], got {v!r}")
         self.problems = {pr.id: pr for pr in problems}
         self.q, self.q_crash, self.p, self.p_debug, self.seed = q, q_crash, p, p_debug, seeding.check_seed(seed)
+        self.q_obj = q_obj
+        self.obj_registry: dict[str, dict] = {}
         self.registry: dict[str, tuple[dict, bool]] = {}
         self.texts: dict[str, tuple] = {}
         self.standard_specs: dict[str, list] = {}
@@ -334,6 +349,83 @@ class ScriptedModeller:
                 break
         return spec
 
+    def _objective(self, pr) -> str:
+        gold = {"sense": pr.objective_spec["sense"], "terms": pr.objective_spec["terms"]}
+        spec = gold
+        if self.q_obj > 0:
+            rng = self._rng(pr.id, "objective")
+            if rng.random() < self.q_obj:
+                spec = self._objective_fault(pr, gold, rng)
+        if spec is gold:
+            code = pr.objective_code
+        else:
+            code = f'prob += pulp.lpSum([{", ".join(G._term_code(t) for t in spec["terms"])}])'
+            if spec["sense"] != gold["sense"]:
+                code = f'prob.sense = pulp.{"LpMaximize" if spec["sense"] == "max" else "LpMinimize"}\n' + code
+        self.obj_registry[code] = spec
+        return code
+
+    def _objective_form(self, pr, spec) -> tuple:
+        return (spec["sense"], G.canonical({"terms": spec["terms"], "op": "==", "rhs": 0}, pr.data)[0])
+
+    def _objective_fault(self, pr, gold, rng) -> dict:
+        gold_c = self._objective_form(pr, gold)
+        spec = gold
+        for _ in range(10):
+            spec = json.loads(json.dumps(gold))
+            kinds = ["sense", "scale"] + (["drop"] if len(gold["terms"]) > 1 else [])
+            kind = kinds[int(rng.integers(len(kinds)))]
+            if kind == "sense":
+                spec["sense"] = "min" if gold["sense"] == "max" else "max"
+            elif kind == "scale":
+                k = int(rng.integers(len(spec["terms"])))
+                factor = 1 + (1 if rng.random() < 0.5 else -1) * rng.uniform(0.2, 0.5)
+                spec["terms"][k]["mult"] = round(float(factor), 2)
+            else:
+                spec["terms"].pop(int(rng.integers(len(spec["terms"]))))
+            if self._objective_form(pr, spec) == gold_c:
+                continue
+            f = G.build_formulation(pr.var_specs, spec, pr.specs, pr.data)
+            if solve_formulation(f, backend="highs").status == "optimal":
+                break
+        return spec
+
+    def objective_faulty(self, problem: GeneratedProblem, program: str) -> bool:
+        """True when the objective of ``program`` (written by this stand-in) differs from the gold objective."""
+        gold = {"sense": problem.objective_spec["sense"], "terms": problem.objective_spec["terms"]}
+        spec = self._program_objective(program)
+        return spec is not None and self._objective_form(problem, spec) != self._objective_form(problem, gold)
+
+    def _program_objective(self, program: str):
+        if "# objective\n" not in program or "\n\n# constraints" not in program:
+            return None
+        code = program.split("# objective\n", 1)[1].split("\n\n# constraints", 1)[0]
+        return self.obj_registry.get(code)
+
+    def evaluate(self, problem: GeneratedProblem, program: str) -> "Evaluation":
+        """In-process outcome of a program this stand-in wrote, from the structure it registered (no code is
+        executed): the model of its objective and constraint lines solved by HiGHS; a crash fault or an
+        unknown line gives status "error". Equals the sandbox outcome of the same program (harness-gold)."""
+        spec_obj = self._program_objective(program)
+        specs = []
+        for line in program.split("\n"):
+            if line.startswith("prob += pulp.lpSum(") and line.endswith('"'):
+                if line not in self.registry or self.registry[line][1]:
+                    return Evaluation("error", None, "scripted structure: crash fault or unknown line")
+                specs.append(self.registry[line][0])
+        if spec_obj is None:
+            return Evaluation("error", None, "scripted structure: unknown objective")
+        res = solve_formulation(G.build_formulation(problem.var_specs, spec_obj, specs, problem.data), backend="highs")
+        return Evaluation("ok" if res.status == "optimal" else res.status, res.objective, "")
+
+    def executor(self):
+        """``executor(code, data)`` for the pipelines that uses :meth:`evaluate` (generated problems only)."""
+        by_data = {json.dumps(pr.data, sort_keys=True): pr for pr in self.problems.values()}
+
+        def run(code, data):
+            return self.evaluate(by_data[json.dumps(data, sort_keys=True)], code)
+        return run
+
     @staticmethod
     def _swaps(spec, data):
         ref = spec["rhs"]
@@ -355,7 +447,7 @@ class ScriptedModeller:
         if task == "variables":
             return [pr.prelude]
         if task == "objective":
-            return [pr.objective_code]
+            return [self._objective(pr)]
         if task in ("constraint", "regenerate"):
             cid = tags["CONSTRAINT-ID"]
             idx = int(cid[1:])

@@ -82,6 +82,17 @@ def _datasets(results: Path, out: Path) -> None:
             continue
         lines.append(f"| {name} | {s['n_items']} | {s['n_loaded']} | {s['n_no_best']} | {s['n_integer_answer']} | "
                      f"{s['n_asks_rounding']} |")
+    aud = read_metrics(results / "data" / "metrics.json").get("complexor_audit", {})
+    lines += ["", "## ComplexOR audit: project reference formulations (from gt_model.txt) vs recorded outputs", ""]
+    if aud.get("rows"):
+        lines += [f"Reproduced within rel {aud['rel_tol']:g}: {aud['n_reproduced']} of {aud['n_with_gt_model']} "
+                  f"(HiGHS and CBC agree on every model: {aud['backends_agree']}).", "",
+                  "| problem | reference (HiGHS) | recorded | status | match |", "|---|---:|---:|---|---|"]
+        for r in aud["rows"]:
+            lines.append(f"| {r['problem']} | {_fmt(r['reference'], '.10g')} | {_fmt(r['recorded'], '.10g')} | "
+                         f"{r['status']} | {'yes' if r['match'] else 'NO'} |")
+    else:
+        lines.append(f"Not evaluated: {aud.get('skipped', 'no audit in the results')}.")
     lines += ["", f"LLM backend: {llm['llm_backend']}.", ""]
     if llm["llm_backend"] == "none":
         lines.append("Accuracy: not evaluated: no LLM backend (set REPRO_LLM_BACKEND=openai or replay).")
@@ -90,6 +101,20 @@ def _datasets(results: Path, out: Path) -> None:
                   "|---|" + "---:|" * (len(PIPELINES) + 1)]
         for name, acc in llm["accuracy"].items():
             lines.append(f"| {name} | " + " | ".join(_fmt(acc[p]) for p in PIPELINES) + f" | {_fmt(llm['diff'][name])} |")
+        if llm.get("complexor_reproducible"):
+            acc = llm["complexor_reproducible"]
+            lines.append("| complexor (reproducible subset) | " + " | ".join(_fmt(acc[p]) for p in PIPELINES) + " | |")
+    pl = llm.get("plumbing", {})
+    lines += ["", "## SmolLM2 plumbing check (local backend; NOT an accuracy result)", ""]
+    if "skipped" in pl or not pl:
+        lines.append(f"Not run at this scale: {pl.get('skipped', 'no plumbing entry in the results')}.")
+    else:
+        lines += [f"Backend {pl['backend']}, {pl['n_problems']} generated problems, at most {pl['max_new_tokens']} new "
+                  "tokens per call.", "", "| pipeline | accuracy | LLM calls | tokens | outcomes |", "|---|---:|---:|---:|---|"]
+        for name in ("forward-only", "sacopt-prompt"):
+            r = pl[name]
+            lines.append(f"| {name} | {_fmt(r['accuracy'])} | {r['calls_per_problem']:.1f} | {r['tokens_per_problem']:.0f} | "
+                         + ", ".join(f"{k} {v}" for k, v in r["status_counts"].items()) + " |")
     atomic_write_text(out / "datasets.md", "\n".join(lines) + "\n")
 
 
@@ -121,6 +146,41 @@ def _performance(results: Path, out: Path) -> None:
     atomic_write_text(out / "performance_table.md", "\n".join(lines) + "\n")
 
 
+def _sweep(results: Path, out: Path) -> None:
+    arr = read_arrays(results / "sweep" / "sweep.npz")
+    m = read_metrics(results / "sweep" / "metrics.json")
+    ratio, qs, ps = arr["ratio"], arr["q"], arr["p"]
+    fig, axes = new_figure(width=4.6, height=3.6)
+    ax = axes[0, 0]
+    im = ax.imshow(np.nan_to_num(ratio, nan=0.0), origin="lower", cmap="viridis", vmin=0.0,
+                   vmax=max(0.5, float(np.nanmax(ratio)) if np.isfinite(ratio).any() else 0.5))
+    for a in range(len(qs)):
+        for b in range(len(ps)):
+            txt = "n/a" if not np.isfinite(ratio[a, b]) else f"{ratio[a, b]:.3f}"
+            ax.text(b, a, f"{txt}\n({arr['wrong_sacopt'][a, b]:.2f}/{arr['wrong_forward'][a, b]:.2f})",
+                    ha="center", va="center", fontsize=6, color="w")
+    ax.set_xticks(range(len(ps)), [f"{v:g}" for v in ps])
+    ax.set_yticks(range(len(qs)), [f"{v:g}" for v in qs])
+    ax.set_xlabel("p (regeneration correct)")
+    ax.set_ylabel("q (silent-fault rate)")
+    fig.colorbar(im, ax=ax, label="wrong rate SAC-Opt / forward-only")
+    ax.set_title(f"{SCRIPTED_LABEL}; {m['n_problems']} problems, q_crash=0", fontsize=7)
+    save_figure(fig, out / "sweep_heatmap.png")
+
+
+def _objective(results: Path, out: Path) -> None:
+    m = read_metrics(results / "objective" / "metrics.json")
+    lines = [f"# Objective faults ({SCRIPTED_LABEL}; outside the backward loop, reported apart from the main "
+             "claims)", "",
+             f"{m['n_problems']} generated problems, q={m['q']}, p={m['p']}, q_obj={m['q_obj']}, q_crash=0; "
+             f"{m['n_objective_faulty']} programs with a silent objective fault; share of them still faulty after "
+             f"SAC-Opt: {_fmt(m['persist_fraction'])}.", "",
+             "| pipeline | wrong rate (all) | with objective fault | with gold objective |", "|---|---:|---:|---:|"]
+    for name, r in m["wrong_rate"].items():
+        lines.append(f"| {name} | {_fmt(r['all'])} | {_fmt(r['objective_faulty'])} | {_fmt(r['objective_gold'])} |")
+    atomic_write_text(out / "objective_faults.md", "\n".join(lines) + "\n")
+
+
 def make_figures(results_dir, out_dir, scale: str) -> None:
     """Write every figure/table of the scale from ``results_dir`` into ``out_dir``."""
     results, out = Path(results_dir), Path(out_dir)
@@ -131,6 +191,8 @@ def make_figures(results_dir, out_dir, scale: str) -> None:
     _datasets(results, out)
     _cost(results, out)
     _performance(results, out)
+    _sweep(results, out)
+    _objective(results, out)
 
 
 if __name__ == "__main__":

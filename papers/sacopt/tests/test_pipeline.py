@@ -72,3 +72,46 @@ def test_bad_inputs_and_refusals(tmp_path):
     path.write_text(json.dumps({"key": cache_key(**request), "request": request, "responses": ["x"]}) + "\n")
     with pytest.raises(ReplayMissError):
         run_sacopt(Problem("7", "Maximise x.", 1.0), ReplayBackend(path))
+
+
+def test_objective_faults_stay_outside_the_loop():
+    sm = ScriptedModeller(PROBS, q=0.0, p=1.0, seed=4, q_obj=1.0)
+    be, ex = sm.backend(), sm.executor()
+    for pr in PROBS:
+        run = run_sacopt(pr, be, executor=ex)
+        assert sm.objective_faulty(pr, run.program_before_debug) and sm.objective_faulty(pr, run.program)
+        assert run.flagged == [[]]  # constraints are gold: the loop sees nothing
+    sm0 = ScriptedModeller(PROBS, q=0.0, seed=4, q_obj=0.0)
+    assert not any(sm0.objective_faulty(pr, run_forward_only(pr, sm0.backend(), executor=sm0.executor()).program)
+                   for pr in PROBS)
+    with pytest.raises(ValueError, match="q_obj"):
+        ScriptedModeller(PROBS, q=0.0, q_obj=1.5)
+
+
+def test_in_process_evaluation_gold_and_crash():
+    sm = ScriptedModeller(PROBS, q=0.0, seed=5)
+    be, ex = sm.backend(), sm.executor()
+    for pr in PROBS:
+        run = run_forward_only(pr, be, executor=ex)
+        assert run.status == "ok" and run.answer == pytest.approx(pr.answer, rel=1e-9)
+    crash = ScriptedModeller(PROBS[:1], q=0.0, q_crash=1.0, p_debug=0.0, seed=5)
+    run = run_forward_only(PROBS[0], crash.backend(), executor=crash.executor(), max_debug=1)
+    assert run.status == "error" and run.answer is None
+
+
+def test_perfect_regeneration_removes_every_fault():
+    # p = 1 with an exact judge: every flagged constraint is fixed in one round, so SAC-Opt is always right
+    sm = ScriptedModeller(PROBS, q=0.5, p=1.0, seed=6)
+    be, ex = sm.backend(), sm.executor()
+    for pr in PROBS:
+        assert run_sacopt(pr, be, executor=ex).answer == pytest.approx(pr.answer, rel=1e-9)
+
+
+def test_in_process_evaluation_equals_sandbox():
+    sm = ScriptedModeller(PROBS[:2], q=1.0, p=0.0, seed=7, q_obj=1.0)
+    be = sm.backend()
+    for pr in PROBS[:2]:
+        run = run_forward_only(pr, be)  # default executor: the sandbox
+        ev = sm.evaluate(pr, run.program)
+        assert ev.status == run.status
+        assert run.answer == pytest.approx(ev.objective, rel=1e-6) if ev.status == "ok" else run.answer == ev.status
