@@ -10,6 +10,8 @@ concave    SOS-concavity certificates and the one-SDP solution of certified game
 pgd        projected gradient ascent from many starts on picc_rub_fig3 (basins) vs the SOS value
 nash       Nash procedure on wichardt2008 (no NE) and amd_policeman (NE), NashConv grid on wichardt2008
 performance  SDP route vs first-order and SLSQP baselines, time to the optimum (ratio, hardware)
+random2p   random two-player games: Nash procedure status, independent NashConv, SOS-monotonicity certificate
+crosscheck moment bounds rebuilt by ncpol2sdpa vs this package's hierarchy
 """
 from __future__ import annotations
 
@@ -24,12 +26,16 @@ from shared.results import write_arrays
 
 from . import poly as P
 from .baselines import FullModel, grid_optimum, run_batch, random_starts, slsqp_multistart
-from .concavity import sos_concavity_certificate
-from .games import forgetful_cut_game, load_game, random_cut_game, random_decision_problem
+from .concavity import sos_concavity_certificate, sos_monotonicity_certificate
+from .crosscheck import ncpol_bound
+from .games import (forgetful_cut_game, load_game, random_cut_game, random_decision_problem,
+                    random_two_player_game)
 from .hierarchy import moment_bound, pure_optimum
 from .nash import nash_conv, nash_conv_grid, sos_nash
 
 EXACT_TOL = 1e-6
+NE_TOL = 1e-5           # NashConv of an SDP candidate is accurate to ~1e-7 (spec pitfalls)
+NO_NE_GRID_TOL = 1e-3   # a "no NE" verdict contradicted by a grid profile with NashConv <= this
 
 
 def _r(x: float, digits: int = 10) -> float:
@@ -73,6 +79,7 @@ def _warm_up() -> None:
 # ----------------------------------------------------------------------------------------------- (a)
 def run_canonical(params: dict, ctx: RunContext):
     rows, per_game, gaps, errs = [], {}, [], []
+    max_inc = -np.inf
     _warm_up()
     backends = set()
     for name in params["games"]:
@@ -82,9 +89,13 @@ def run_canonical(params: dict, ctx: RunContext):
         info = {"degree": game.degree(), "n_infosets": len(game.infosets), "n_variables": game.n_variables,
                 "absentminded": game.is_absentminded, "r0": r0, "optimum": _r(opt), "truth": how,
                 "argmax": [_r(v, 8) for v in xstar], "levels": {}}
+        prev = None
         for level in range(r0, r0 + 1 + params["extra_levels"]):
             res = moment_bound(game, level)
             backends.add(res.solver)
+            if prev is not None:
+                max_inc = max(max_inc, res.bound - prev)
+            prev = res.bound
             err = float(np.max(np.abs(res.point - xstar))) if res.point is not None else None
             info["levels"][str(level)] = {"bound": _r(res.bound), "gap": _r(res.bound - opt), "flat": res.flat,
                                           "rank": res.rank, "certified": res.certified, "status": res.status,
@@ -109,7 +120,8 @@ def run_canonical(params: dict, ctx: RunContext):
             rows.append(_row(method, "final_value", out["values"][0], game=name))
             rows.append(_row(method, "seconds", sec, game=name))
         per_game[name] = info
-    metrics = {"max_abs_gap": _r(max(gaps), 4), "max_strategy_err": _r(max(errs), 4), "games": per_game}
+    metrics = {"max_abs_gap": _r(max(gaps), 4), "max_strategy_err": _r(max(errs), 4),
+               "max_increase": _r(max_inc, 4) if np.isfinite(max_inc) else None, "games": per_game}
     ctx.record(solver=sorted(backends))
     return rows, metrics
 
@@ -128,12 +140,16 @@ def run_cycle5(params: dict, ctx: RunContext):
         game = _cycle_game(k)
         opt, _ = pure_optimum(game)
         block = {"optimum": _r(opt)}
+        prev = None
         for level in levels:
             scs = level in params.get("scs_levels", [])
             res = moment_bound(game, level, solver="SCS" if scs else params.get("solver"),
                                scs_eps=params.get("scs_eps") if scs else None)
             backends.add(res.solver)
             block[f"level{level}"] = _r(res.bound)
+            if prev is not None:
+                metrics["max_increase"] = _r(max(metrics.get("max_increase", -np.inf), res.bound - prev), 4)
+            prev = res.bound
             block[f"level{level}_status"] = res.status
             block[f"level{level}_certified"] = res.certified
             for metric, val in (("bound", res.bound), ("gap", res.bound - opt), ("seconds", res.seconds),
@@ -144,6 +160,7 @@ def run_cycle5(params: dict, ctx: RunContext):
             metrics.update(block)
         else:
             metrics["cycle7"] = block
+    metrics.setdefault("max_increase", None)
     metrics["level1_closed_form"] = _r((5 + math.sqrt(5)) / 8)
     ctx.record(solver=sorted(backends))
     return rows, metrics
@@ -361,8 +378,99 @@ def run_performance(params: dict, ctx: RunContext):
     return rows, metrics
 
 
+# ----------------------------------------------------------------------------------------------- random 2p
+def _grid_min_nashconv(game, k):
+    """Minimum NashConv over the k^n grid of free-variable profiles (pure best responses, exact)."""
+    g = np.linspace(0.0, 1.0, k)
+    n = game.n_variables
+    grid = np.stack([a.ravel() for a in np.meshgrid(*([g] * n), indexing="ij")], axis=1)
+    return float(nash_conv_grid(game, grid).min())
+
+
+def run_random2p(params: dict, ctx: RunContext):
+    """Random two-player games (zero-sum and general-sum): Nash status, NashConv, SOS-monotonicity (reported)."""
+    rows, games, backends = [], {}, set()
+    counts = {"ne": 0, "no_ne": 0, "undecided": 0}
+    ne_ncs, no_ne_grid, n_monotone, n_inconsistent = [], [], 0, 0
+    for l in params["l"]:
+        for zero_sum in (True, False):
+            for seed in params["seeds"]:
+                key = f"{'zs' if zero_sum else 'gs'}_l{l}_s{seed}"
+                game = random_two_player_game(l, params["branches"], seed, zero_sum=zero_sum)
+                level = max(params["level"], max(1, math.ceil(game.degree() / 2)))
+                res = sos_nash(game, level=level, max_level=max(level, params["max_level"]),
+                               theta_seed=params["theta_seed"], max_iter=params["max_iter"],
+                               solver=params.get("solver"), scs_max_iters=params.get("scs_max_iters"))
+                backends.update(res.solvers)
+                counts[res.status] += 1
+                nc = nash_conv(game, res.profile) if res.profile is not None else None
+                if nc is not None:
+                    ne_ncs.append(nc)
+                grid_min = _grid_min_nashconv(game, params["grid"]) if res.status != "ne" else None
+                if res.status == "no_ne":
+                    no_ne_grid.append(grid_min)
+                # independent check of a decided status: an NE has NashConv ~ 0; "no NE" leaves no near-NE grid point
+                n_inconsistent += (res.status == "ne" and not (nc is not None and nc <= NE_TOL)) or \
+                    (res.status == "no_ne" and grid_min <= NO_NE_GRID_TOL)
+                mono = sos_monotonicity_certificate(game)
+                backends.add(mono.solver)
+                n_monotone += mono.certified
+                games[key] = {"n_variables": game.n_variables, "degree": game.degree(), "status": res.status,
+                              "iterations": res.iterations, "cuts": res.cuts, "levels": res.levels,
+                              "nash_conv": None if nc is None else _r(nc, 3),
+                              "grid_min_nashconv": None if grid_min is None else _r(grid_min, 6),
+                              "sos_monotone": mono.certified,
+                              "monotone_min_gram_eigenvalue": None if mono.min_gram_eigenvalue is None
+                              else _r(mono.min_gram_eigenvalue, 4)}
+                for metric, val in (("iterations", res.iterations), ("cuts", res.cuts), ("seconds", res.seconds),
+                                    ("nash_conv", -1.0 if nc is None else nc),
+                                    ("sos_monotone", float(mono.certified))):
+                    rows.append(_row("sos_nash", metric, val, game=key, level=level, seed=seed))
+                ctx.log(f"{key}: {res.status} after {res.iterations} it (levels {res.levels}), NashConv {nc}, "
+                        f"grid min {grid_min}, SOS-monotone {mono.certified}, {res.seconds:.1f}s")
+    n = sum(counts.values())
+    metrics = {"n_games": n, "counts": counts, "frac_decided": _r((counts["ne"] + counts["no_ne"]) / n),
+               "max_ne_nashconv": _r(max(ne_ncs), 3) if ne_ncs else None,
+               "min_no_ne_grid_nashconv": _r(min(no_ne_grid), 6) if no_ne_grid else None,
+               "n_inconsistent": int(n_inconsistent), "n_sos_monotone": n_monotone, "games": games}
+    ctx.record(solver=sorted(b for b in backends if b))
+    return rows, metrics
+
+
+# ----------------------------------------------------------------------------------------------- ncpol2sdpa
+def run_crosscheck(params: dict, ctx: RunContext):
+    """Bounds of this package's hierarchy vs the relaxation built by ncpol2sdpa (same constraints)."""
+    rows, table, backends, diffs = [], {}, set(), []
+    todo = [(name, load_game(name), None) for name in params["games"]]
+    todo += [(f"cycle{k}", _cycle_game(k), params["cycle_levels"]) for k in params.get("cycles", [])]
+    sub = {k: params[k] for k in ("decision_l", "cut_l", "seeds", "branches", "cut_p")}
+    todo += [(f"{kind}_l{l}_s{seed}", g, None) for kind, l, seed, g in _random_games(sub)]
+    for name, game, levels in todo:
+        r0 = r0_of(game)
+        levels = levels or list(range(r0, r0 + 1 + params["extra_levels"]))
+        entry = {}
+        for level in levels:
+            ours = moment_bound(game, level)
+            theirs = ncpol_bound(game, level)
+            backends.update([ours.solver, theirs.solver])
+            diff = abs(ours.bound - theirs.bound)
+            diffs.append(diff)
+            entry[str(level)] = {"ours": _r(ours.bound, 8), "ncpol2sdpa": _r(theirs.bound, 8),
+                                 "abs_diff": _r(diff, 3), "status": theirs.status}
+            rows.append(_row("ncpol2sdpa", "abs_diff", diff, game=name, level=level))
+            ctx.log(f"{name} level {level}: ours {ours.bound:.8f}, ncpol2sdpa {theirs.bound:.8f}")
+        table[name] = entry
+    from importlib.metadata import version
+
+    metrics = {"max_abs_diff": _r(max(diffs), 3), "n_bounds": len(diffs), "games": table,
+               "ncpol2sdpa_version": version("ncpol2sdpa")}
+    ctx.record(solver=sorted(b for b in backends if b))
+    return rows, metrics
+
+
 EXPERIMENTS = {"canonical": run_canonical, "cycle5": run_cycle5, "random": run_random, "concave": run_concave,
-               "pgd": run_pgd, "nash": run_nash, "performance": run_performance}
+               "pgd": run_pgd, "nash": run_nash, "performance": run_performance,
+               "random2p": run_random2p, "crosscheck": run_crosscheck}
 
 if __name__ == "__main__":
     main(EXPERIMENTS)

@@ -30,7 +30,7 @@ import numpy as np
 from . import poly as P
 
 __all__ = ["Infoset", "Game", "load_game", "parse_game", "forgetful_cut_game", "random_cut_game",
-           "random_decision_problem", "MIRRORED", "PROJECT_GAMES", "game_file", "canonical_sha256"]
+           "random_decision_problem", "random_two_player_game", "MIRRORED", "PROJECT_GAMES", "game_file", "canonical_sha256"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent.parent
@@ -714,4 +714,53 @@ def random_decision_problem(n_infosets: int, n_branches: int, seed: int) -> Game
         lines.append(f"infoset I{k} nodes " + " ".join(members[k]))
     game = parse_game("\n".join(lines) + "\n", "liteefg")
     game.title = f"random decision problem (l={l}, branches={n_branches}, seed={seed})"
+    return game
+
+
+def random_two_player_game(n_infosets: int, n_branches: int, seed: int, *, zero_sum: bool) -> Game:
+    """Random two-player non-absentminded game in which each player forgets its earlier actions.
+
+    Each player uses the decision-problem generator's draw: ``rng = default_rng(seed)``; root chance with
+    ``n_branches`` equiprobable actions ``k0, ...``; per branch, for player 1 then player 2,
+    ``d_p = rng.integers(2, l+1)`` and ``order_p = rng.permutation(l)[:d_p]``; then
+    ``u1 = rng.integers(-9, 10, size=2**(d_1 + d_2))`` and ``u2 = -u1`` (``zero_sum``) or
+    ``u2 = rng.integers(-9, 10, size=2**(d_1 + d_2))``. The branch is a complete binary tree: player 1 moves at
+    depths ``t < d_1`` in infoset ``P1_I<order_1[t]>``, then player 2 (who does not observe player 1's actions)
+    at depths ``d_1 + t`` in ``P2_I<order_2[t]>``; actions ``a``, ``b``; leaves in lexicographic order.
+    """
+    if isinstance(n_infosets, bool) or not isinstance(n_infosets, (int, np.integer)) or n_infosets < 2:
+        raise ValueError(f"n_infosets must be an integer >= 2, got {n_infosets!r}")
+    if isinstance(n_branches, bool) or not isinstance(n_branches, (int, np.integer)) or n_branches < 1:
+        raise ValueError(f"n_branches must be a positive integer, got {n_branches!r}")
+    if not isinstance(zero_sum, (bool, np.bool_)):
+        raise ValueError(f"zero_sum must be a bool, got {zero_sum!r}")
+    rng = np.random.default_rng(seed)
+    l = int(n_infosets)
+    prob = repr(1.0 / n_branches)
+    lines = ["node / chance actions " + " ".join(f"k{b}={prob}" for b in range(n_branches))]
+    members: dict = {}
+    for b in range(n_branches):
+        orders = []
+        for _ in (1, 2):
+            d = int(rng.integers(2, l + 1))
+            orders.append(rng.permutation(l)[:d])
+        owner = [(1, int(k)) for k in orders[0]] + [(2, int(k)) for k in orders[1]]
+        depth = len(owner)
+        u1 = rng.integers(-9, 10, size=2 ** depth)
+        u2 = -u1 if zero_sum else rng.integers(-9, 10, size=2 ** depth)
+        for t in range(depth + 1):
+            for seq in itertools.product("ab", repeat=t):
+                path = f"/C:k{b}" + "".join(f"/P{owner[s][0]}:{a}" for s, a in enumerate(seq))
+                if t < depth:
+                    pl, k = owner[t]
+                    lines.append(f"node {path} player {pl} actions a b")
+                    members.setdefault((pl, k), []).append(path)
+                else:
+                    idx = int("".join("0" if a == "a" else "1" for a in seq), 2)
+                    lines.append(f"node {path} leaf payoffs 1={int(u1[idx])} 2={int(u2[idx])}")
+    for pl, k in sorted(members):
+        lines.append(f"infoset P{pl}_I{k} nodes " + " ".join(members[(pl, k)]))
+    game = parse_game("\n".join(lines) + "\n", "liteefg")
+    game.title = (f"random two-player {'zero-sum' if zero_sum else 'general-sum'} game "
+                  f"(l={l}, branches={n_branches}, seed={seed})")
     return game

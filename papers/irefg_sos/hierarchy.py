@@ -85,7 +85,7 @@ class MomentSolution:
 SCS_OPTIONS = {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 100000}
 
 
-def _solve(problem, solver, scs_eps=None):
+def _solve(problem, solver, scs_eps=None, scs_max_iters=None):
     """Solve through ``shared.solvers.solve``.
 
     Interior-point answers at exact levels are degenerate (rank-1 moment matrices, no strict
@@ -100,6 +100,8 @@ def _solve(problem, solver, scs_eps=None):
     from shared.solvers import solve
 
     scs = dict(SCS_OPTIONS) if scs_eps is None else {**SCS_OPTIONS, "eps_abs": scs_eps, "eps_rel": scs_eps}
+    if scs_max_iters is not None:
+        scs["max_iters"] = int(scs_max_iters)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return solve(problem, solver=solver, accept_inaccurate=True, options_by_backend={"SCS": scs})
@@ -154,7 +156,8 @@ def flat_rank(moment_matrix: np.ndarray, sizes: list[int]) -> tuple[list[int], b
 
 
 def moment_relaxation(n: int, level: int, objective: dict, *, sense: str = "max", ineqs=(), eqs=(),
-                      solver: str | None = None, scs_eps: float | None = None) -> MomentSolution:
+                      solver: str | None = None, scs_eps: float | None = None,
+                      scs_max_iters: int | None = None) -> MomentSolution:
     r"""Level-``level`` Lasserre relaxation of :math:`\max/\min f(x)` s.t. :math:`g(x) \ge 0`, :math:`h(x) = 0`.
 
     Equalities are imposed as :math:`L_y(h\, x^\alpha) = 0` for :math:`|\alpha| \le 2r - \deg h`;
@@ -215,7 +218,7 @@ def moment_relaxation(n: int, level: int, objective: dict, *, sense: str = "max"
     obj = cp.Maximize(cvec @ y) if sense == "max" else cp.Minimize(cvec @ y)
     problem = cp.Problem(obj, cons)
     build = time.perf_counter() - start
-    res = _solve(problem, solver, scs_eps)
+    res = _solve(problem, solver, scs_eps, scs_max_iters)
     out = MomentSolution(status=res.status, value=res.value, y=None, backend=res.backend,
                          solve_seconds=res.solve_time, build_seconds=build, moment_size=s)
     if res.status not in ("optimal", "optimal_inaccurate") or y.value is None:

@@ -170,11 +170,13 @@ def _cut(game, player, v_own):
 
 
 def sos_nash(game, *, level: int = 2, max_level: int = 4, theta_seed: int = 0, max_iter: int = 30,
-             tol: float = 1e-6, solver: str | None = None) -> NashResult:
+             tol: float = 1e-6, solver: str | None = None, scs_eps: float | None = None,
+             scs_max_iters: int | None = None) -> NashResult:
     """Decide whether ``game`` has a Nash equilibrium in behavioural strategies and find one (see module doc).
 
     ValueError when ``level < max(1, ceil(deg/2))`` (deg: the largest utility degree), ``max_level < level``
-    or ``max_iter < 1``.
+    or ``max_iter < 1``. ``scs_eps`` and ``scs_max_iters`` override SCS's tolerances (default 1e-9) and
+    iteration cap (default 100000) in the KKT relaxations.
     """
     start = time.perf_counter()
     deg = game.degree()
@@ -199,7 +201,7 @@ def sos_nash(game, *, level: int = 2, max_level: int = 4, theta_seed: int = 0, m
     while it < max_iter:
         it += 1
         sol = moment_relaxation(n, r, objective, sense="min", ineqs=lin + prods + kkt_in + cuts, eqs=kkt_eq,
-                                solver=solver)
+                                solver=solver, scs_eps=scs_eps, scs_max_iters=scs_max_iters)
         levels.append(int(r))
         solvers.append(sol.backend)
         if sol.status == "infeasible":

@@ -10,9 +10,11 @@ import pytest
 from papers.irefg_sos import poly as P
 from papers.irefg_sos.baselines import (amsgrad, project_simplex_rows, projected_gradient_ascent,
                                         regret_matching_plus)
-from papers.irefg_sos.concavity import sos_concavity_certificate
+from papers.irefg_sos.concavity import (pseudo_gradient_form, sos_concavity_certificate, sos_monotone_polys,
+                                        sos_monotonicity_certificate)
+from papers.irefg_sos.crosscheck import ncpol_available, ncpol_bound
 from papers.irefg_sos.games import (canonical_sha256, forgetful_cut_game, game_file, load_game, parse_game,
-                                    random_cut_game, random_decision_problem)
+                                    random_cut_game, random_decision_problem, random_two_player_game)
 from papers.irefg_sos.hierarchy import moment_bound, pure_optimum
 from papers.irefg_sos.nash import kkt_constraints, nash_conv, sos_nash
 
@@ -276,3 +278,82 @@ def test_content_hash_mismatch(tmp_path, monkeypatch):
     with pytest.raises(ChecksumError):
         game_file("picc_rub_fig3", tmp_path / "data")
     assert issubclass(ChecksumError, ValueError)
+
+
+# ------------------------------------------------------------------------------ random two-player games
+@pytest.mark.parametrize("zero_sum", [True, False])
+def test_random_two_player_game_follows_the_spec(zero_sum):
+    g = random_two_player_game(2, 1, 5, zero_sum=zero_sum)
+    rng = np.random.default_rng(5)
+    orders = []
+    for _ in (1, 2):
+        d = int(rng.integers(2, 3))
+        orders.append(rng.permutation(2)[:d])
+    u1 = rng.integers(-9, 10, size=16)
+    u2 = -u1 if zero_sum else rng.integers(-9, 10, size=16)
+    assert g.players == (1, 2) and not g.is_absentminded
+    assert sorted(I.name for I in g.infosets) == ["P1_I0", "P1_I1", "P2_I0", "P2_I1"]
+    for bits in np.ndindex(2, 2, 2, 2):  # bits[p*2 + k]: action of player p+1 at its infoset I<k> (0 = a)
+        prof = {f"P{p + 1}_I{k}": {"a": 1.0 - bits[2 * p + k], "b": float(bits[2 * p + k])}
+                for p in range(2) for k in range(2)}
+        seq = [bits[int(k)] for k in orders[0]] + [bits[2 + int(k)] for k in orders[1]]
+        idx = int("".join(map(str, seq)), 2)
+        assert g.utility(prof, 1) == pytest.approx(u1[idx])
+        assert g.utility(prof, 2) == pytest.approx(u2[idx])
+    if zero_sum:
+        assert _close(P.add(g.polynomial(1), g.polynomial(2)), {})
+
+
+def test_random_two_player_game_bad_input():
+    with pytest.raises(ValueError, match="n_infosets"):
+        random_two_player_game(1, 2, 0, zero_sum=True)
+    with pytest.raises(ValueError, match="n_branches"):
+        random_two_player_game(2, 0, 0, zero_sum=True)
+    with pytest.raises(ValueError, match="zero_sum"):
+        random_two_player_game(2, 2, 0, zero_sum="yes")
+
+
+# ------------------------------------------------------------------------------------ SOS-monotonicity
+def test_pseudo_gradient_form_and_monotone_known_answers():
+    # U1 = -x^2 + x y, U2 = -y^2 - x y: F = (2x - y, 2y + x), J + J^T = 4 I (strongly monotone)
+    U1, U2 = {(2, 0): -1.0, (1, 1): 1.0}, {(0, 2): -1.0, (1, 1): -1.0}
+    assert _close(pseudo_gradient_form([U1, U2], [[0], [1]], 2), {(0, 0, (0, 0)): 2.0, (1, 1, (0, 0)): 2.0})
+    res = sos_monotone_polys([U1, U2], [[0], [1]], 2)
+    assert res.certified and res.min_gram_eigenvalue == pytest.approx(1.0, abs=1e-6)  # capped at 1
+    # zero-sum bilinear U1 = x y: J + J^T = 0 (monotone, not strictly)
+    res = sos_monotone_polys([{(1, 1): 1.0}, {(1, 1): -1.0}], [[0], [1]], 2)
+    assert res.certified and res.min_gram_eigenvalue == pytest.approx(0.0, abs=1e-6)
+    # U1 = x^2, U2 = -y^2: J = diag(-2, 2), not monotone; smallest Gram eigenvalue -2
+    res = sos_monotone_polys([{(2, 0): 1.0}, {(0, 2): -1.0}], [[0], [1]], 2)
+    assert not res.certified and res.min_gram_eigenvalue == pytest.approx(-2.0, abs=1e-5)
+    # a single player: SOS-monotone iff SOS-concave (amd_classic: U = 1 + 2x - 3x^2, concave)
+    g = load_game("amd_classic")
+    assert sos_monotonicity_certificate(g).certified == sos_concavity_certificate(g).certified is True
+
+
+def test_monotone_bad_blocks():
+    with pytest.raises(ValueError, match="blocks"):
+        pseudo_gradient_form([{(1, 1): 1.0}], [[0], [1]], 2)
+    with pytest.raises(ValueError, match="blocks"):
+        pseudo_gradient_form([{(1, 1): 1.0}, {(1, 1): -1.0}], [[0], [0]], 2)
+
+
+# --------------------------------------------------------------------------- bounds monotone in the level
+def test_bounds_monotone_in_level_on_cycle5():
+    g = forgetful_cut_game(5, [(0, 1), (1, 2), (2, 3), (3, 4), (0, 4)])
+    b1, b2 = moment_bound(g, 1).bound, moment_bound(g, 2).bound
+    assert b1 <= (5 + math.sqrt(5)) / 8 + 1e-6
+    assert b2 <= b1 + 1e-6 and b2 >= 0.8 - 1e-6   # rho_1 >= rho_2 >= U* = 4/5
+
+
+# ---------------------------------------------------------------------------------- ncpol2sdpa cross-check
+@pytest.mark.skipif(not ncpol_available(), reason="ncpol2sdpa not installed")
+def test_ncpol_crosscheck_known_answers():
+    res = ncpol_bound(load_game("amd_classic"), 1)   # max of 1 + 2x - 3x^2 on [0, 1]: 4/3 at x = 1/3
+    assert res.bound == pytest.approx(4 / 3, abs=1e-6)
+    g = forgetful_cut_game(3, [(0, 1), (1, 2), (0, 2)])   # triangle: both builds give the same level-1 bound
+    assert ncpol_bound(g, 1).bound == pytest.approx(moment_bound(g, 1).bound, abs=1e-6)
+    with pytest.raises(ValueError, match="level"):
+        ncpol_bound(load_game("extended_abs_driver"), 1)   # cubic utility: level >= 2
+    with pytest.raises(ValueError, match="player"):
+        ncpol_bound(load_game("wichardt2008"), 1)
