@@ -41,12 +41,21 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def canonical_text(data: bytes) -> str:
-    """Text of ``data`` decoded from UTF-8 or UTF-16 (BOM-detected), with CRLF/CR turned into LF."""
+    """The canonical text of ``data``: the form whose SHA-256 identifies a text file across mirrors.
+
+    Decode UTF-16 (when the bytes start with a BOM) or UTF-8 (a UTF-8 BOM is dropped); split the lines on
+    CRLF, LF or CR; strip trailing whitespace from every line; drop trailing empty lines; join with LF and end
+    with exactly one LF (an empty text stays empty). Mirrors that differ only in encoding, line ends,
+    trailing blanks or the final newline give the same text.
+    """
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         text = data.decode("utf-16")
     else:
         text = data.decode("utf-8-sig")
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 def sha256_text(data: bytes) -> str:

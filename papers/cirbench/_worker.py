@@ -626,6 +626,23 @@ def emit_many(texts: list) -> list:
     return out
 
 
+def emit_asm_many(texts: list) -> list:
+    """Assembly listings (AT&T syntax, same target machine as :func:`emit_object`); None for a module that
+    does not emit."""
+    out = []
+    for text in texts:
+        try:
+            mod, err = _parse(text)
+            if err:
+                out.append(None)
+                continue
+            mod.triple = _TRIPLE
+            out.append(_tm().emit_assembly(mod))
+        except Exception:  # noqa: BLE001 - one bad module must not lose the others
+            out.append(None)
+    return out
+
+
 def emit_object(ir: str) -> dict:
     """Object file (hex) from IR with the fixed target machine (x86-64, codegen level 2, PIC)."""
     mod, err = _parse(ir)

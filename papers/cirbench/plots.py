@@ -159,6 +159,57 @@ def _performance(results: Path, out: Path) -> None:
     atomic_write_text(out / "performance.md", "\n".join(lines) + "\n")
 
 
+def _tools(results: Path, out: Path) -> None:
+    """Optional LLVM tools: opt print<loops> cross-check, llvm-mca cycles; the local-model plumbing run."""
+    m = read_metrics(results / "benchmark" / "metrics.json")
+    x = m.get("oracle_crosscheck", {})
+    lines = ["**Optional LLVM tools and the local-model plumbing run.**", "",
+             "Analysis oracle vs `opt -passes='print<loops>'` (CFG skeletons of every kernel at -O0/-O1/-O3; "
+             "headers, latches and depth of every natural loop):", ""]
+    if x.get("tool"):
+        lines.append(f"- {x['tool']}: {x['n_agree']} of {x['n_functions']} functions agree "
+                     f"({x['n_loops']} loops in the oracle); disagreements: {len(x.get('disagreements', []))}.")
+    else:
+        lines.append(f"- not run: {x.get('reason') or 'no opt found'}.")
+    mca = m.get("mca", {})
+    lines += ["", "`llvm-mca` cycles (static estimate of 100 repetitions of each function's straight-line "
+              "instruction sequence, branches not followed; secondary to the callgrind counts):", ""]
+    if mca.get("speedup"):
+        lines += [f"{mca['tool']}.", "", "| rewriter | mode | n | median cycles speedup | max | callgrind median |",
+                  "|---|---|---|---|---|---|"]
+        for r in [r for r in REWRITERS if r in mca["speedup"]]:
+            for mode, d in sorted(mca["speedup"][r].items()):
+                cg = m.get("speedup", {}).get(r, {}).get(mode, {}).get("median")
+                lines.append(f"| {_label(m, r)} | {mode} | {d['n']} | {d['median']:.3f} | {d['max']:.3f} | "
+                             f"{'-' if cg is None else f'{cg:.3f}'} |")
+    else:
+        lines.append(f"- not run: {mca.get('reason') or 'no llvm-mca found'}.")
+    pf = results / "perf" / "metrics.json"
+    fx = read_metrics(pf).get("frontend_crosscheck", {}) if pf.exists() else {}
+    lines += ["", "Second C frontend (`clang-19`; -O1 functions checked against zig's by the layered checker):", ""]
+    if fx.get("tool"):
+        lines.append(f"- {fx['tool']}: {fx['n_kernels']} kernels, Equiv share {fx['equiv_share']:.3f}.")
+    else:
+        lines.append(f"- not run: {fx.get('reason') or 'no perf results'}.")
+    pl = results / "plumbing" / "metrics.json"
+    lines += ["", "Local-model plumbing run (PLUMBING, never an LLM score):", ""]
+    if pl.exists():
+        p = read_metrics(pl)
+        tot = p["total"]
+        lines += [f"{p['llm_label']}; n = {p['n_samples']}, max_tokens = {p['max_tokens']}.", "",
+                  "| track | instances | replies | with IR/JSON block | valid | equiv |", "|---|---|---|---|---|---|"]
+        for t in TRACKS:
+            d = p["tracks"].get(t)
+            if d:
+                lines.append(f"| {t} | {d['instances']} | {d['replies']} | {d['with_block']} | {d['valid']} | "
+                             f"{d['equiv']} |")
+        lines.append(f"| total | {tot['instances']} | {tot['replies']} | {tot['with_block']} | {tot['valid']} | "
+                     f"{tot['equiv']} |")
+    else:
+        lines.append("- not run at this scale (full scale only; smoke runs the path with the scripted stand-in).")
+    atomic_write_text(out / "tools.md", "\n".join(lines) + "\n")
+
+
 def make_figures(results_dir: Path, out_dir: Path, scale: str) -> None:
     """Every figure and table listed in config.yaml."""
     results_dir, out_dir = Path(results_dir), Path(out_dir)
@@ -168,6 +219,7 @@ def make_figures(results_dir: Path, out_dir: Path, scale: str) -> None:
     _paper_vs_ours(results_dir, out_dir)
     _checker_time(results_dir, out_dir)
     _performance(results_dir, out_dir)
+    _tools(results_dir, out_dir)
 
 
 if __name__ == "__main__":

@@ -563,14 +563,12 @@ def parse_game(text: str, fmt: str) -> Game:
 
 # ----------------------------------------------------------------------------------------------- files
 def canonical_sha256(data: bytes) -> str:
-    """SHA-256 of the canonical text: UTF-8, lines split on CRLF/LF/CR, trailing blanks stripped per line,
-    trailing empty lines dropped, joined by LF with one final LF (upstream files may lack the final LF)."""
-    import hashlib
+    """SHA-256 of the canonical text (``shared.data.sha256_text``): lines split on CRLF/LF/CR, trailing blanks
+    stripped per line, trailing empty lines dropped, joined by LF with one final LF (upstream files may lack
+    the final LF)."""
+    from shared.data import sha256_text
 
-    lines = [ln.rstrip() for ln in re.split(r"\r\n|\n|\r", data.decode("utf-8-sig"))]
-    while lines and not lines[-1]:
-        lines.pop()
-    return hashlib.sha256(("\n".join(lines) + "\n").encode("utf-8")).hexdigest()
+    return sha256_text(data)
 
 
 def game_file(name: str, dest_dir: str | Path | None = None) -> Path:

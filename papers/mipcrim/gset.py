@@ -9,8 +9,9 @@ content text*:
 .. math::  \\mathrm{sha256}\\big(\\texttt{"n m\\n"} + \\textstyle\\sum_{(i,j,w)\\ \\mathrm{sorted}}
            \\texttt{"min(i,j) max(i,j) w\\n"}\\big)   \\quad (1\\text{-based}).
 
-A second checksum, of the decoded text with CRLF -> LF (``canonical_text=True`` of ``shared.data.fetch``), guards
-the download itself. Both tables live in ``gset_checksums.csv`` beside this module, written once from the mirror by
+A second checksum, of the canonical text (``shared.data.canonical_text``: decoded, LF line ends, trailing blanks
+and trailing empty lines dropped, one final LF; ``canonical_text=True`` of ``shared.data.fetch``), guards the
+download itself. Both tables live in ``gset_checksums.csv`` beside this module, written once from the mirror by
 ``python -m papers.mipcrim.gset --write-checksums``.
 
 Best-known cuts: ``later_best_known`` of the mirror's ``best_known.csv`` (Ma & Hao 2017-style values), falling back
@@ -80,7 +81,7 @@ def decode_text(raw: bytes) -> str:
 
 
 def text_sha256(raw: bytes) -> str:
-    """SHA-256 of the decoded text with CRLF/CR -> LF (``shared.data.sha256_text``, ``canonical_text=True``)."""
+    """SHA-256 of the canonical text (``shared.data.sha256_text``, ``canonical_text=True``)."""
     from shared.data import sha256_text
 
     return sha256_text(raw)

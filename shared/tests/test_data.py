@@ -35,6 +35,16 @@ def test_canonical_text_checksum_ignores_encoding_and_line_ends():
     assert data.sha256_text(text.replace("\n", "\r\n").encode()) == hashlib.sha256(text.encode()).hexdigest()
 
 
+@pytest.mark.parametrize("raw", [b"3 2 \n1 2 1\t\n", b"3 2\n1 2 1", b"3 2\r1 2 1\r\n\r\n  \n", b"\xef\xbb\xbf3 2\n1 2 1\n\n"])
+def test_canonical_text_strips_trailing_blanks_and_ends_with_one_newline(raw):
+    assert data.canonical_text(raw) == "3 2\n1 2 1\n"
+
+
+def test_canonical_text_keeps_leading_blanks_and_inner_empty_lines():
+    assert data.canonical_text(b"  a\n\nb") == "  a\n\nb\n"
+    assert data.canonical_text(b"") == "" and data.canonical_text(b"\n \n") == ""
+
+
 def test_no_source_gives_fetch_error(tmp_path, monkeypatch):
     monkeypatch.setenv("REPRO_DATA_MIRROR", str(tmp_path / "empty"))
     monkeypatch.setattr(data, "_download", lambda url, timeout: (_ for _ in ()).throw(OSError("offline")))

@@ -14,3 +14,6 @@ int count_runs(const int *a, int n) { int r = n > 0; for (int i = 1; i < n; i++)
 long long sum_sq64(const int *a, int n) { long long s = 0; for (int i = 0; i < n; i++) s += (long long)a[i] * a[i]; return s; }
 int tri_sum(int n) { int s = 0; for (int i = 0; i < n; i++) s += i * i; return s; }
 void clamp_arr(int *a, int n, int lo, int hi) { for (int i = 0; i < n; i++) a[i] = a[i] < lo ? lo : (a[i] > hi ? hi : a[i]); }
+int min_index(const int *a, int n) { int k = 0; for (int i = 1; i < n; i++) if (a[i] < a[k]) k = i; return k; }
+int abs_sum(const int *a, int n) { int s = 0; for (int i = 0; i < n; i++) s += a[i] < 0 ? -a[i] : a[i]; return s; }
+int byte_hash(const unsigned char *s, int n) { unsigned h = 2166136261u; for (int i = 0; i < n; i++) h = (h ^ s[i]) * 16777619u; return (int)(h >> 1); }

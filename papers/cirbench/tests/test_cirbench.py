@@ -233,3 +233,175 @@ def test_reply_without_ir_is_invalid_not_raised():
     assert out["valid"] is False and out["equiv"] is False
     out = score_candidate(_Scorer({}, 0), inst, "```llvm\n" + LSHR + "```")
     assert out["valid"] and out["equiv_formal"]
+
+
+# ------------------------------------------------------------------------- optional LLVM tools (tools.py)
+from papers.cirbench import tools as T  # noqa: E402
+from papers.cirbench.instances import oracle_from_facts  # noqa: E402
+
+# entry -> outer header b1 -> inner self-loop b2 -> b3 (outer latch) -> b1 | exit b4
+NEST = {"blocks": ["b0", "b1", "b2", "b3", "b4"],
+        "succ": {"b0": ["b1"], "b1": ["b2"], "b2": ["b2", "b3"], "b3": ["b1", "b4"], "b4": []},
+        "counts": {"load": 0, "store": 0, "call": 0, "phi": 0}, "rets": ["b4"]}
+NEST_LOOPS = [{"header": "b1", "latches": ["b3"], "depth": 1}, {"header": "b2", "latches": ["b2"], "depth": 2}]
+
+# `opt -passes='print<loops>'` output in the documented format: LLVM 14 prints the loop tree only (stderr);
+# newer LLVMs first print a "Loop info for function" line.
+PRINT_LOOPS_14 = """Loop at depth 1 containing: %for.cond<header><exiting>,%for.body,%for.inc<latch>
+    Loop at depth 2 containing: %for.body<header><latch><exiting>
+Loop at depth 1 containing: %"odd name"<header><latch><exiting>
+"""
+PRINT_LOOPS_NEW = """Loop info for function 'f':
+Loop at depth 1 containing: %loop<header><latch><exiting>
+Loop info for function 'g':
+Loop at depth 1 containing: %h<header>,%a<latch>,%b<exiting><latch>
+"""
+MCA_OUT = """[0] Code Region - base
+
+Iterations:        100
+Instructions:      300
+Total Cycles:      104
+Total uOps:        300
+
+[1] Code Region - cand
+
+Iterations:        100
+Instructions:      200
+Total Cycles:      53
+"""
+ASM = """\t.text
+\t.globl\tf_o3
+\t.p2align\t4
+f_o3:                                   # @f_o3
+\t.cfi_startproc
+# %bb.0:
+\ttestl\t%edi, %edi
+\tjle\t.LBB0_2   # jump
+.LBB0_1:
+\taddl\t$1, %eax
+\tjmp\t.LBB0_1
+.LBB0_2:
+\tretq
+.Lfunc_end0:
+\t.size\tf_o3, .Lfunc_end0-f_o3
+"""
+
+
+def test_llvm_version_and_find_tool():
+    assert T.llvm_version("Debian LLVM version 14.0.6\n  Optimized build.") == (14, "14.0.6")
+    assert T.llvm_version("Ubuntu LLVM version 19.1.7") == (19, "19.1.7")
+    assert T.llvm_version("GNU opt 1.0") is None
+    with pytest.raises(TypeError):
+        T.llvm_version(b"LLVM version 14.0.6")
+    r = T.find_tool(["no-such-opt-binary-xyz"])
+    assert r["path"] is None and "not installed" in r["reason"]
+    with pytest.raises(ValueError, match="candidates"):
+        T.find_tool([])
+
+
+def test_parse_print_loops_documented_format():
+    loops = T.parse_print_loops(PRINT_LOOPS_14)
+    assert [(x["function"], x["depth"], x["header"], x["latches"]) for x in loops] == [
+        (None, 1, "for.cond", ["for.inc"]), (None, 2, "for.body", ["for.body"]), (None, 1, "odd name", ["odd name"])]
+    assert loops[0]["blocks"] == ["for.cond", "for.body", "for.inc"]
+    loops = T.parse_print_loops(PRINT_LOOPS_NEW)
+    assert [(x["function"], x["header"], x["latches"]) for x in loops] == [("f", "loop", ["loop"]),
+                                                                           ("g", "h", ["a", "b"])]
+    assert T.parse_print_loops("nothing here\n") == []
+    with pytest.raises(ValueError, match="header"):
+        T.parse_print_loops("Loop at depth 1 containing: %a,%b<latch>\n")
+
+
+def test_cfg_skeleton_and_oracle_on_nest():
+    text, names = T.cfg_skeleton(NEST, "k0")
+    assert names == {f"k0_b{j}": f"b{j}" for j in range(5)}
+    assert "br i1 %c, label %k0_b2, label %k0_b3" in text and "ret void" in text
+    assert oracle_from_facts(NEST)["loops"] == NEST_LOOPS
+    assert oracle_from_facts(NEST)["dominators_of_return"] == ["b0", "b1", "b2", "b3", "b4"]
+    three = {"blocks": ["e", "x", "y", "z"], "succ": {"e": ["x", "y", "z"], "x": [], "y": [], "z": []}}
+    assert "switch i32 %s, label %k1_b1 [ i32 1, label %k1_b2 i32 2, label %k1_b3 ]" in T.cfg_skeleton(three, "k1")[0]
+    with pytest.raises(ValueError, match="prefix"):
+        T.cfg_skeleton(NEST, "1bad")
+    with pytest.raises(ValueError, match="unique"):
+        T.cfg_skeleton({"blocks": ["", ""], "succ": {"": []}}, "k2")
+
+
+@pytest.mark.skipif(T.find_tool(["opt-19", "opt"])["path"] is None, reason="no opt of LLVM >= 13 installed")
+def test_opt_loops_matches_oracle():
+    opt = T.find_tool(["opt-19", "opt"])["path"]
+    flat = {"blocks": ["a", "b"], "succ": {"a": ["b"], "b": []}}
+    got = T.opt_loops(opt, {"k0": T.cfg_skeleton(NEST, "k0"), "k1": T.cfg_skeleton(flat, "k1")})
+    assert got == {"k0": NEST_LOOPS, "k1": []}
+
+
+def test_asm_body_and_parse_mca():
+    body = T.asm_function_body(ASM, "f_o3")
+    assert body == ["\ttestl\t%edi, %edi", "\tjle\t.Lf_o3_BB0_2", ".Lf_o3_BB0_1:", "\taddl\t$1, %eax",
+                    "\tjmp\t.Lf_o3_BB0_1", ".Lf_o3_BB0_2:", "\tretq"]
+    with pytest.raises(ValueError, match="symbol"):
+        T.asm_function_body(ASM, "g")
+    src = T.mca_source({"b": ["\tretq"], "a": ["\tnop"]})
+    assert src.index("LLVM-MCA-BEGIN a") < src.index("LLVM-MCA-BEGIN b") and src.count("LLVM-MCA-END") == 2
+    assert T.parse_mca(MCA_OUT) == {"base": 104, "cand": 53}
+    assert T.parse_mca("Iterations: 10\nTotal Cycles:      12\n") == {"": 12}
+    with pytest.raises(ValueError, match="two"):
+        T.parse_mca("Total Cycles: 1\nTotal Cycles: 2\n")
+
+
+@pytest.mark.skipif(T.find_tool(["llvm-mca-19", "llvm-mca"])["path"] is None, reason="no llvm-mca installed")
+def test_mca_cycles_same_code_same_cycles():
+    mca = T.find_tool(["llvm-mca-19", "llvm-mca"])["path"]
+    body = T.asm_function_body(ASM, "f_o3")
+    out = T.mca_cycles(mca, {"x": body, "y": list(body), "z": body + body})
+    assert out["x"] == out["y"] > 0 and out["z"] > out["x"]        # twice the instructions: more cycles
+    with pytest.raises(ValueError, match="iterations"):
+        T.mca_cycles(mca, {"x": body}, iterations=0)
+
+
+# ------------------------------------------------------------------- local-model plumbing (scripted stand-in)
+def test_plumbing_run_with_scripted_backend():
+    from shared.lm.backends import ScriptedBackend
+    from papers.cirbench.experiments import PLUMBING_LABEL, _Scorer, plumbing_run
+    from papers.cirbench.instances import Instance
+
+    replies = ["```llvm\n" + LSHR + "```", "I do not know LLVM."]           # one IR block, one without
+    backend = ScriptedBackend(lambda messages, n, **kw: replies[:n], model="two-replies")
+    inst = Instance("transform-000", "transform", "g", "g", UDIV, reference=LSHR, arg_specs=["i32"])
+    m, rep = plumbing_run([inst], backend, _Scorer({}, 0), n=2, max_tokens=16)
+    t = m["tracks"]["transform"]
+    assert (t["instances"], t["replies"], t["with_block"], t["valid"], t["equiv"]) == (1, 2, 1, 1, 1)
+    assert t["valid@1"] == pytest.approx(0.5) and m["total"]["valid_share"] == pytest.approx(0.5)
+    assert m["label"] == PLUMBING_LABEL and m["is_llm"] is False and "SCRIPTED STAND-IN" in m["llm_label"]
+    assert [r["verdict"] for r in rep] == ["EQ", "INVALID"]
+    assert len(backend.calls) == 1 and backend.calls[0].n == 2                # one request with n samples
+    with pytest.raises(ValueError, match="n must"):
+        plumbing_run([inst], backend, _Scorer({}, 0), n=0, max_tokens=16)
+    with pytest.raises(ValueError, match="max_tokens"):
+        plumbing_run([inst], backend, _Scorer({}, 0), n=1, max_tokens=0)
+
+
+def test_plumbing_unknown_backend():
+    from papers.cirbench.experiments import plumbing
+
+    with pytest.raises(ValueError, match="backend"):
+        plumbing({"backend": "gpt", "sizes": {}}, None)
+
+
+# ----------------------------------------------------------------- second C frontend (clang-19) cross-check
+def test_frontend_crosscheck_absent_and_stand_in(tmp_path, monkeypatch):
+    import os
+    import sys
+
+    from papers.cirbench.experiments import frontend_crosscheck
+
+    r = frontend_crosscheck(["popc8"], ["no-such-clang-xyz"])
+    assert r["equiv_share"] is None and r["tool"] is None and "not installed" in r["reason"]
+    # a stand-in "clang-19" that forwards to zig's clang: the same compiler, so every kernel must be EQ
+    fake = tmp_path / "clang-19"
+    fake.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo "Debian clang version 19.1.7"; exit 0; fi\n'
+                    f'exec {sys.executable} -m ziglang cc -target x86_64-linux-gnu "$@"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    r = frontend_crosscheck(["popc8"], ["clang-19"])
+    assert r["tool"] == "clang-19 19.1.7" and r["n_kernels"] == 1
+    assert r["equiv_share"] == 1.0 and r["verdicts"]["popc8"]["verdict"] == "EQ"
