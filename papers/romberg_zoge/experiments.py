@@ -1,10 +1,11 @@
 """Experiments of the romberg_zoge reproduction (spec "Experiments by scale").
 
 ``python -m papers.romberg_zoge.experiments NAME --config papers/romberg_zoge/config.yaml --scale quick --out DIR``
-with NAME one of ``estimator`` (weights table, Z1-Z4), ``exponential`` (Z5), ``ris`` (Z6), ``prompt`` (Z7)
-and ``performance``. Each function takes the params of its config block and returns (tidy rows, metrics);
-traces for the figures are written next to them as ``.npz`` files. Wall times go to ``timings.json`` and
-provenance.json only, so that ``metrics.json`` is byte-identical across runs.
+with NAME one of ``estimator`` (weights table, Z1-Z4), ``exponential`` (Z5), ``benchmarks`` (breast-cancer
+logistic regression and Styblinski-Tang), ``ris`` (Z6), ``prompt`` (Z7, with the float16 pass) and
+``performance``. Each function takes the params of its config block and returns (tidy rows, metrics); traces
+for the figures are written next to them as ``.npz`` files. Wall times go to ``timings.json`` and provenance.json
+only, so that ``metrics.json`` is byte-identical across runs.
 """
 from __future__ import annotations
 
@@ -25,10 +26,11 @@ from papers.romberg_zoge.estimator import (gaussian_smoothing_fixed_point, kerne
                                            residual_constant, romberg_directional, romberg_weights,
                                            romberg_weights_exact, romberg_zoge)
 from papers.romberg_zoge.optim import zo_sgd
-from papers.romberg_zoge.problems import (ExponentialSeparable, LogisticTest, MinibatchLoss, PromptTuning, RISProblem,
-                                          fit_frozen_model, load_frozen_model, power_sum, power_sum_gradient)
+from papers.romberg_zoge.problems import (BreastCancerLogistic, ExponentialSeparable, LogisticTest, MinibatchLoss,
+                                          PromptTuning, RISProblem, StyblinskiTang, fit_frozen_model, load_frozen_model,
+                                          power_sum, power_sum_gradient)
 
-__all__ = ["EXPERIMENTS", "estimator", "exponential", "ris", "prompt", "performance", "loglog_slope"]
+__all__ = ["EXPERIMENTS", "estimator", "exponential", "benchmarks", "ris", "prompt", "performance", "loglog_slope"]
 
 
 def loglog_slope(x, y) -> float:
@@ -215,6 +217,95 @@ def exponential(params: dict, ctx: RunContext):
     return rows, {"z5": metrics}
 
 
+# ------------------------------------------------------------------------------------------------ benchmarks
+def _method_fixed_points(spec):
+    name, method, level, Q = spec["name"], spec["method"], int(spec.get("level", 0)), int(spec["Q"])
+    if method not in ("two_point", "romberg"):
+        raise ValueError(f"benchmarks: method must be 'two_point' or 'romberg', got {method!r}")
+    return name, method, (0 if method == "two_point" else level), Q
+
+
+def _run_seeds(f, x0, spec, params, ctx, tag, record_every):
+    name, method, level, Q = _method_fixed_points(spec)
+    outs = []
+    for s in params["seeds"]:
+        outs.append(zo_sgd(f, x0, method=method, level=level, radius=float(params["radius"]), evals_per_step=Q,
+                           iterations=int(params["iterations"]), lr=float(params["lr"]),
+                           lr_t0=float(params["lr_t0"]), lr_power=float(params["lr_power"]),
+                           seed=seeding.generator(ctx.seed, tag, name, str(s)), record_every=record_every))
+    return outs
+
+
+def benchmarks(params: dict, ctx: RunContext):
+    """ZO-SGD at a fixed evaluation budget on the spec's two extra problems, against the analytic expected
+    fixed points (the minimiser of sum_k w_k f_{h_k}, f_h the Gaussian smoothing):
+    logistic regression on the standardised breast-cancer data (d = 30; smoothed minimisers by Gauss-Hermite
+    quadrature and L-BFGS-B) and Styblinski-Tang (d = 20; closed-form fixed points, exact for R >= 1)."""
+    rows, metrics, arrays = [], {}, {}
+    every = int(params["record_every"])
+
+    bp = params["breast_cancer"]
+    bc = BreastCancerLogistic(l2=float(bp["l2"]))
+    x_star = bc.smoothed_minimiser([0.0])
+    r = float(bp["radius"])
+    out = {"dim": bc.dim, "radius": r, "l2": bc.l2, "f_star": float(bc(x_star)[0]), "methods": {}}
+    for spec in bp["methods"]:
+        name, method, level, Q = _method_fixed_points(spec)
+        radii = r / 2.0 ** np.arange(level + 1)
+        x_fp = bc.smoothed_minimiser(radii, romberg_weights(level), x0=x_star)
+        runs = _run_seeds(bc, np.zeros(bc.dim), spec, bp, ctx, "breast_cancer", every)
+        to_star = [float(np.linalg.norm(o["x_avg"] - x_star)) for o in runs]
+        to_fp = [float(np.linalg.norm(o["x_avg"] - x_fp)) for o in runs]
+        for s, a, b in zip(bp["seeds"], to_star, to_fp):
+            rows.append(_row(name, s, int(bp["iterations"]), "dist_to_optimum", a, problem="breast_cancer"))
+            rows.append(_row(name, s, int(bp["iterations"]), "dist_to_fixed_point", b, problem="breast_cancer"))
+        m, se = mean_and_se(to_star)
+        mf, sef = mean_and_se(to_fp)
+        out["methods"][name] = {"method": method, "level": level, "Q": Q, "dist_to_optimum": m,
+                                "dist_to_optimum_se": se, "dist_to_fixed_point": mf, "dist_to_fixed_point_se": sef,
+                                "fixed_point_dist_to_optimum": float(np.linalg.norm(x_fp - x_star)),
+                                "gap": float(np.mean([bc(o["x_avg"])[0] for o in runs]) - out["f_star"])}
+        arrays[f"breast_cancer__{name}__dist"] = np.mean(
+            [np.linalg.norm(o["iterates"] - x_star, axis=1) for o in runs], axis=0)
+        arrays["breast_cancer__steps"] = runs[0]["record_steps"]
+        ctx.log(f"breast cancer {name}: |xbar - x*| {m:.4f}, |xbar - x_fp| {mf:.4f}")
+    base, cmp_ = bp["ratio_pair"]
+    ms = out["methods"]
+    out["ratio_to_optimum"] = ms[cmp_]["dist_to_optimum"] / ms[base]["dist_to_optimum"]
+    out["fixed_point_ratio"] = ms[cmp_]["fixed_point_dist_to_optimum"] / ms[base]["fixed_point_dist_to_optimum"]
+    out["max_rel_dist_to_fixed_point"] = max(v["dist_to_fixed_point"] for v in ms.values()) / \
+        ms[base]["fixed_point_dist_to_optimum"]
+    metrics["breast_cancer"] = out
+
+    sp = params["styblinski_tang"]
+    st = StyblinskiTang(int(sp["dim"]))
+    r = float(sp["radius"])
+    x_star = st.fixed_point(0.0, 0)
+    out = {"dim": st.dim, "radius": r, "x_star": x_star, "x0": float(sp["x0"]), "methods": {}}
+    for spec in sp["methods"]:
+        name, method, level, Q = _method_fixed_points(spec)
+        analytic = st.fixed_point(r, level)
+        runs = _run_seeds(st, np.full(st.dim, float(sp["x0"])), spec, sp, ctx, "styblinski_tang", every)
+        offsets = [float(np.mean(o["x_avg"] - x_star)) for o in runs]
+        for s, v in zip(sp["seeds"], offsets):
+            rows.append(_row(name, s, int(sp["iterations"]), "offset_mean", v, problem="styblinski_tang"))
+        m, se = mean_and_se(offsets)
+        out["methods"][name] = {"method": method, "level": level, "Q": Q, "offset_mean": m, "offset_se": se,
+                                "analytic_offset": analytic - x_star, "error_vs_analytic": m - (analytic - x_star),
+                                "coordinates_in_other_basin": int(sum(int(np.sum(o["x_avg"] > 0.157)) for o in runs))}
+        arrays[f"styblinski_tang__{name}__offset"] = np.mean([(o["iterates"] - x_star).mean(axis=1) for o in runs],
+                                                             axis=0)
+        arrays["styblinski_tang__steps"] = runs[0]["record_steps"]
+        ctx.log(f"styblinski-tang {name}: offset {m:.5f} (analytic {analytic - x_star:.5f})")
+    base, cmp_ = sp["ratio_pair"]
+    ms = out["methods"]
+    out["offset_ratio"] = abs(ms[cmp_]["offset_mean"]) / abs(ms[base]["offset_mean"])
+    out["max_abs_error_vs_analytic"] = max(abs(v["error_vs_analytic"]) for v in ms.values())
+    metrics["styblinski_tang"] = out
+    write_arrays(ctx.out_dir / "traces.npz", **arrays)
+    return rows, metrics
+
+
 # ------------------------------------------------------------------------------------------------------ RIS
 def _quartiles(values):
     q = np.percentile(values, [25, 50, 75])
@@ -277,10 +368,61 @@ def _frozen_weights(params, ctx):
     return fit_frozen_model(int(params.get("frozen_max_iter", 120)))
 
 
+def _float16_pass(params: dict, weights: dict, base: dict, ctx: RunContext):
+    """The spec's float16 forward pass of the prompt task. (1) Rounding error of the directional estimate:
+    on one fixed minibatch at z = 0, ``sum_k w_k D(h_k)`` in float16 minus the same in float32 (the truncation
+    part is identical, so the difference is rounding), its standard deviation over directions for R = 0, 1 and
+    the ratio against sqrt(kappa_1) (independent rounding errors of variance sigma^2 on every evaluation).
+    (2) ZO-SGD in float16 against float32 with the same seeds, minibatches and directions."""
+    p16 = PromptTuning(weights, prompt_dim=int(base["prompt_dim"]), dtype=np.float16)
+    p32 = PromptTuning(weights, prompt_dim=int(base["prompt_dim"]), dtype=np.float32)
+    z0 = np.zeros(p16.dim)
+    rp = params["rounding"]
+    idx = np.random.default_rng(int(rp["batch_seed"])).choice(p16.y_train.size, int(base["batch_size"]), replace=False)
+    U = np.random.default_rng(int(rp["direction_seed"])).standard_normal((int(rp["n_directions"]), p16.dim))
+    rounding = {}
+    for r in rp["radii"]:
+        std = {}
+        for R in (0, 1):
+            a = romberg_directional(lambda Z: p16.loss(Z, idx), z0, U, float(r), R)
+            b = romberg_directional(lambda Z: p32.loss(Z, idx), z0, U, float(r), R)
+            std[R] = float(np.std(a - b, ddof=1))
+        rounding[f"r{float(r):g}"] = {"std_R0": std[0], "std_R1": std[1], "ratio_R1_over_R0": std[1] / std[0],
+                                      "ratio_over_sqrt_kappa1": std[1] / std[0] / math.sqrt(noise_amplification(1))}
+    claim_key = f"r{float(rp['claim_radius']):g}"
+    out = {"rounding": rounding, "rounding_claim_dev": abs(rounding[claim_key]["ratio_over_sqrt_kappa1"] - 1.0),
+           "sqrt_kappa1": math.sqrt(noise_amplification(1)), "zo_sgd": {}}
+    rows, diffs = [], []
+    T, Q = int(params["iterations"]), int(base["Q"])
+    for spec in base["methods"]:
+        name, method, level = spec["name"], spec["method"], int(spec.get("level", 0))
+        for r in params["radii"]:
+            acc = {}
+            for dtype, problem in (("float16", p16), ("float32", p32)):
+                vals = []
+                for s in params["seeds"]:
+                    g_batch, g_dir = seeding.spawn(s, 2)
+                    res = zo_sgd(MinibatchLoss(problem, int(base["batch_size"]), g_batch), z0, method=method,
+                                 level=level, radius=float(r), evals_per_step=Q, iterations=T, lr=float(base["lr"]),
+                                 lr_t0=float(base["lr_t0"]), lr_power=float(base["lr_power"]), seed=g_dir)
+                    vals.append(100 * float(p32.accuracy(res["x_last"])[0]))
+                    rows.append(_row(name, s, T, f"test_accuracy_last_{dtype}", vals[-1], radius=float(r)))
+                acc[dtype] = float(np.mean(vals))
+            acc["diff"] = acc["float16"] - acc["float32"]
+            diffs.append(abs(acc["diff"]))
+            out["zo_sgd"].setdefault(name, {})[f"r{float(r):g}"] = acc
+            ctx.log(f"float16 {name} r={float(r):g}: {acc['float16']:.1f} vs float32 {acc['float32']:.1f}")
+    out["max_abs_accuracy_diff"] = float(max(diffs))
+    out["iterations"], out["seeds"] = T, list(params["seeds"])
+    return rows, out
+
+
 def prompt(params: dict, ctx: RunContext):
     """Z7: prompt tuning of the frozen digits MLP (CRN minibatches), two-point vs Romberg R = 1 per radius;
-    target-test accuracy of theta_T (and of the iterate average) and accuracy against evaluations."""
-    problem = PromptTuning(_frozen_weights(params, ctx), prompt_dim=int(params["prompt_dim"]),
+    target-test accuracy of theta_T (and of the iterate average) and accuracy against evaluations. With a
+    ``float16`` block: the float16 forward pass (``_float16_pass``)."""
+    weights = _frozen_weights(params, ctx)
+    problem = PromptTuning(weights, prompt_dim=int(params["prompt_dim"]),
                            dtype=np.dtype(params.get("dtype", "float32")))
     T, Q, every = int(params["iterations"]), int(params["Q"]), int(params["record_every"])
     seeds, radii = list(params["seeds"]), [float(r) for r in params["radii"]]
@@ -316,8 +458,12 @@ def prompt(params: dict, ctx: RunContext):
                "largest_r_diff_se": math.hypot(acc["romberg_R1"][large]["last_se"], acc["two_point"][large]["last_se"]),
                "best_diff_R1_minus_2pt": acc["romberg_R1"]["best"]["accuracy"] - acc["two_point"]["best"]["accuracy"]}
     write_arrays(ctx.out_dir / "curves.npz", **arrays)
-    return rows, {"accuracy": acc, "summary": summary, "baseline_accuracy_z0": 100 * base_acc,
-                  "train_size": int(problem.y_train.size), "test_size": int(problem.y_test.size)}
+    metrics = {"accuracy": acc, "summary": summary, "baseline_accuracy_z0": 100 * base_acc,
+               "train_size": int(problem.y_train.size), "test_size": int(problem.y_test.size)}
+    if params.get("float16"):
+        f16_rows, metrics["float16"] = _float16_pass(params["float16"], weights, params, ctx)
+        rows += f16_rows
+    return rows, metrics
 
 
 # ---------------------------------------------------------------------------------------------- performance
@@ -351,12 +497,33 @@ def _cma_run(objective, x0, sigma0, budget, seed, popsize=None):
     return np.asarray(es.result.xbest if es.result.xbest is not None else es.mean), used
 
 
+def _nevergrad_run(objective, x0, budget, seed, batch, optimizer="TwoPointsDE"):
+    """Nevergrad (``optimizer``, default TwoPointsDE) with ``budget`` evaluations, asked in batches of ``batch``
+    points (``num_workers = batch``) that go to ``objective`` in one batched call. Returns (recommended x,
+    evaluations used). NGOpt is not the default: for small dimensions and budgets it selects a metamodel
+    optimizer that raises a TypeError under numpy 2.4 (nevergrad 1.0.12) and then blocks on a worker thread."""
+    import nevergrad as ng
+
+    param = ng.p.Array(init=np.asarray(x0, float))
+    param.random_state = np.random.RandomState(int(seed))
+    opt = ng.optimizers.registry[optimizer](parametrization=param, budget=int(budget), num_workers=int(batch))
+    used = 0
+    while used < budget:
+        cands = [opt.ask() for _ in range(min(int(batch), budget - used))]
+        values = objective(np.array([c.value for c in cands]))
+        for c, v in zip(cands, values):
+            opt.tell(c, float(v))
+        used += len(cands)
+    return np.asarray(opt.provide_recommendation().value, float), used
+
+
 def performance(params: dict, ctx: RunContext):
     """Side by side on the logistic function (d = 20): numdifftools.Gradient, scipy approx_fprime and
     Romberg-ZOGE at numdifftools' evaluation count (evaluations, error, median wall time of ``repeats``);
-    batched against looped evaluation of Romberg-ZOGE; CMA-ES against ZO-SGD at equal budgets on RIS and
-    prompt tuning. Deterministic numbers go to metrics.json, times to timings.json."""
-    import cma  # noqa: F401  (imported here so that its import time is not counted in the CMA-ES timing)
+    batched against looped evaluation of Romberg-ZOGE; CMA-ES and nevergrad (TwoPointsDE) against ZO-SGD at
+    equal budgets on RIS and prompt tuning. Deterministic numbers go to metrics.json, times to timings.json."""
+    import cma  # noqa: F401  (imported here so that import times are not counted in the CMA-ES/nevergrad timings)
+    import nevergrad  # noqa: F401
     import numdifftools as nd
     from scipy.optimize import approx_fprime
 
@@ -415,9 +582,14 @@ def performance(params: dict, ctx: RunContext):
     start = time.perf_counter()
     x_cma, used = _cma_run(P.objective, theta0, float(ris_p["cma_sigma0"]), budget, int(ris_p["seed"]) + 1)
     t_cma = time.perf_counter() - start
+    start = time.perf_counter()
+    x_ng, used_ng = _nevergrad_run(P.objective, theta0, budget, int(ris_p["seed"]) + 2, int(ris_p["ng_batch"]))
+    t_ng = time.perf_counter() - start
     metrics["ris"] = {"budget": budget, "romberg_R1_rel_gap": (rate_ref - P.rate(out["x_last"])) / rate_ref,
-                      "cma_rel_gap": (rate_ref - P.rate(x_cma)) / rate_ref, "cma_evaluations": used}
-    timings["ris"] = {"romberg_R1": t_zo, "cma": t_cma, "cma_over_romberg": t_cma / t_zo}
+                      "cma_rel_gap": (rate_ref - P.rate(x_cma)) / rate_ref, "cma_evaluations": used,
+                      "nevergrad_rel_gap": (rate_ref - P.rate(x_ng)) / rate_ref, "nevergrad_evaluations": used_ng}
+    timings["ris"] = {"romberg_R1": t_zo, "cma": t_cma, "cma_over_romberg": t_cma / t_zo, "nevergrad": t_ng,
+                      "nevergrad_over_romberg": t_ng / t_zo}
 
     pr = params["prompt"]
     problem = PromptTuning(_frozen_weights(pr, ctx), prompt_dim=int(pr["prompt_dim"]))
@@ -434,9 +606,17 @@ def performance(params: dict, ctx: RunContext):
     x_cma, used = _cma_run(MinibatchLoss(problem, int(pr["batch_size"]), g_batch_cma), z0,
                            float(pr["cma_sigma0"]), budget, int(pr["seed"]) + 1)
     t_cma = time.perf_counter() - start
+    g_batch_ng = seeding.spawn(int(pr["seed"]), 4)[3]
+    start = time.perf_counter()
+    x_ng, used_ng = _nevergrad_run(MinibatchLoss(problem, int(pr["batch_size"]), g_batch_ng), z0, budget,
+                                   int(pr["seed"]) + 2, int(pr["ng_batch"]))
+    t_ng = time.perf_counter() - start
     metrics["prompt"] = {"budget": budget, "romberg_R1_accuracy": 100 * float(problem.accuracy(out["x_last"])[0]),
-                         "cma_accuracy": 100 * float(problem.accuracy(x_cma)[0]), "cma_evaluations": used}
-    timings["prompt"] = {"romberg_R1": t_zo, "cma": t_cma, "cma_over_romberg": t_cma / t_zo}
+                         "cma_accuracy": 100 * float(problem.accuracy(x_cma)[0]), "cma_evaluations": used,
+                         "nevergrad_accuracy": 100 * float(problem.accuracy(x_ng)[0]),
+                         "nevergrad_evaluations": used_ng}
+    timings["prompt"] = {"romberg_R1": t_zo, "cma": t_cma, "cma_over_romberg": t_cma / t_zo, "nevergrad": t_ng,
+                         "nevergrad_over_romberg": t_ng / t_zo}
     metrics["repeats"] = repeats
     write_metrics(timings, ctx.out_dir / "timings.json")
     ctx.record(timings=timings)
@@ -444,7 +624,8 @@ def performance(params: dict, ctx: RunContext):
     return rows, {"performance": metrics}
 
 
-EXPERIMENTS = {"estimator": estimator, "exponential": exponential, "ris": ris, "prompt": prompt,
+EXPERIMENTS = {"estimator": estimator, "exponential": exponential, "benchmarks": benchmarks, "ris": ris,
+               "prompt": prompt,
                "performance": performance}
 
 if __name__ == "__main__":

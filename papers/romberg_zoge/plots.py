@@ -141,6 +141,54 @@ def _prompt(results: Path, out: Path) -> None:
     save_figure(fig, out / "prompt_accuracy.png")
 
 
+def _benchmarks(results: Path, out: Path) -> None:
+    metrics = read_metrics(results / "benchmarks" / "metrics.json")
+    traces = read_arrays(results / "benchmarks" / "traces.npz")
+    fig, axes = new_figure(ncols=2, width=4.0, height=3.4)
+    bc, st = metrics["breast_cancer"], metrics["styblinski_tang"]
+    ax = axes[0, 0]
+    for name, entry in bc["methods"].items():
+        ax.semilogy(traces["breast_cancer__steps"], traces[f"breast_cancer__{name}__dist"], color=_color(name),
+                    label=name)
+        ax.axhline(entry["fixed_point_dist_to_optimum"], color=_color(name), linestyle="--", linewidth=0.8)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(r"$\|x_t - x^*\|$ (seed mean)")
+    ax.set_title(f"breast-cancer logistic, d = {bc['dim']}, r = {bc['radius']:g}\n"
+                 "(dashed: analytic fixed point)", fontsize=8)
+    ax.legend(fontsize=7)
+    ax = axes[0, 1]
+    for name, entry in st["methods"].items():
+        ax.plot(traces["styblinski_tang__steps"], traces[f"styblinski_tang__{name}__offset"], color=_color(name),
+                label=name)
+        ax.axhline(entry["analytic_offset"], color=_color(name), linestyle="--", linewidth=0.8)
+    if all(abs(traces[f"styblinski_tang__{name}__offset"][-1]) < 0.25 for name in st["methods"]):
+        ax.set_ylim(-0.1, 0.3)                       # zoom on the fixed points (the start offset is about 1.9)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(r"mean$_i (x_i - x^*_i)$ (seed mean)")
+    ax.set_title(f"Styblinski-Tang, d = {st['dim']}, r = {st['radius']:g}\n(dashed: analytic fixed point)",
+                 fontsize=8)
+    ax.legend(fontsize=7)
+    save_figure(fig, out / "zo_sgd_benchmarks.png")
+
+
+def _prompt_float16(results: Path, out: Path) -> None:
+    f16 = read_metrics(results / "prompt" / "metrics.json")["float16"]
+    lines = ["**Prompt tuning with a float16 forward pass**", "",
+             f"Rounding error of sum_k w_k D(h_k) (float16 minus float32, one minibatch, z = 0); independent "
+             f"rounding errors predict std(R1) / std(R0) = sqrt(kappa_1) = {f16['sqrt_kappa1']:.4g}:", "",
+             "| radius | std R0 | std R1 | ratio R1 / R0 | ratio / sqrt(kappa_1) |", "|---|---|---|---|---|"]
+    for key, row in f16["rounding"].items():
+        lines.append(f"| {key[1:]} | {row['std_R0']:.3g} | {row['std_R1']:.3g} | {row['ratio_R1_over_R0']:.3g} | "
+                     f"{row['ratio_over_sqrt_kappa1']:.3g} |")
+    lines += ["", f"ZO-SGD ({f16['iterations']} steps, seeds {f16['seeds']}, same minibatches and directions): "
+              "target-test accuracy (%) of the last iterate, evaluated in float32:", "",
+              "| method | radius | float16 | float32 | difference |", "|---|---|---|---|---|"]
+    for name, by_r in f16["zo_sgd"].items():
+        for key, row in by_r.items():
+            lines.append(f"| {name} | {key[1:]} | {row['float16']:.1f} | {row['float32']:.1f} | {row['diff']:+.2f} |")
+    atomic_write_text(out / "prompt_float16.md", "\n".join(lines) + "\n")
+
+
 def _performance(results: Path, out: Path) -> None:
     perf = read_metrics(results / "performance" / "metrics.json")["performance"]
     timings = read_metrics(results / "performance" / "timings.json")
@@ -161,15 +209,21 @@ def _performance(results: Path, out: Path) -> None:
               f"Romberg = {r['approx_fprime_over_romberg']:.3g}; looped / batched evaluation = "
               f"{r['looped_over_batched']:.3g}. Romberg-ZOGE's error is that of a random-direction estimate "
               "(about sqrt((d+1)/directions)); the deterministic libraries reach rounding-level errors.", "",
-              "CMA-ES (package `cma`) against ZO-SGD with Romberg R = 1 at the same evaluation budget:", "",
-              "| task | budget | ZO-SGD Romberg R=1 | CMA-ES | ZO-SGD time (s) | CMA-ES time (s) | time ratio CMA / ZO |",
-              "|---|---|---|---|---|---|---|"]
+              "CMA-ES (package `cma`) and nevergrad (`TwoPointsDE`, batches of 4 points) against ZO-SGD with Romberg "
+              "R = 1 at the same evaluation budget:", "",
+              "| task | budget | ZO-SGD Romberg R=1 | CMA-ES | nevergrad | ZO-SGD time (s) | CMA-ES time (s) | "
+              "nevergrad time (s) | time ratio CMA / ZO | time ratio nevergrad / ZO |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     ris, tr = perf["ris"], timings["ris"]
     lines.append(f"| RIS rate gap (%) | {ris['budget']} | {100 * ris['romberg_R1_rel_gap']:.3g} | "
-                 f"{100 * ris['cma_rel_gap']:.3g} | {tr['romberg_R1']:.3g} | {tr['cma']:.3g} | {tr['cma_over_romberg']:.3g} |")
+                 f"{100 * ris['cma_rel_gap']:.3g} | {100 * ris['nevergrad_rel_gap']:.3g} | {tr['romberg_R1']:.3g} | "
+                 f"{tr['cma']:.3g} | {tr['nevergrad']:.3g} | {tr['cma_over_romberg']:.3g} | "
+                 f"{tr['nevergrad_over_romberg']:.3g} |")
     pr, tp = perf["prompt"], timings["prompt"]
     lines.append(f"| prompt test accuracy (%) | {pr['budget']} | {pr['romberg_R1_accuracy']:.3g} | "
-                 f"{pr['cma_accuracy']:.3g} | {tp['romberg_R1']:.3g} | {tp['cma']:.3g} | {tp['cma_over_romberg']:.3g} |")
+                 f"{pr['cma_accuracy']:.3g} | {pr['nevergrad_accuracy']:.3g} | {tp['romberg_R1']:.3g} | "
+                 f"{tp['cma']:.3g} | {tp['nevergrad']:.3g} | {tp['cma_over_romberg']:.3g} | "
+                 f"{tp['nevergrad_over_romberg']:.3g} |")
     atomic_write_text(out / "performance.md", "\n".join(lines) + "\n")
 
 
@@ -182,8 +236,10 @@ def make_figures(results_dir, out_dir, scale: str) -> None:
     _variance(est, out)
     _noise(est, out)
     _exponential(results, out)
+    _benchmarks(results, out)
     _ris(results, out)
     _prompt(results, out)
+    _prompt_float16(results, out)
     _performance(results, out)
 
 

@@ -3,6 +3,9 @@
 * ``ExponentialSeparable``: ``f(x) = sum_i exp(x_i - c_i) - (x_i - c_i)``, minimiser ``c``.
 * ``LogisticTest``: ``f(x) = mean_i log(1 + exp(-b_i a_i^T x)) + 0.005 ||x||^2`` (numpy.logaddexp).
 * ``power_sum(p)``: ``f(x) = sum_i x_i^p`` (quartic, sextic).
+* ``BreastCancerLogistic``: regularised logistic regression on the standardised breast-cancer data (d = 30),
+  with its Gaussian-smoothed value and gradient (Gauss-Hermite quadrature).
+* ``StyblinskiTang``: ``f(x) = 0.5 sum_i (x_i^4 - 16 x_i^2 + 5 x_i)`` and the analytic ZO-SGD fixed points.
 * ``RISProblem``: received rate of a reconfigurable intelligent surface (the wireless substitute).
 * ``PromptTuning``: a frozen digits classifier with a learned additive input prompt (the prompt-tuning
   substitute for black-box tuning of OPT-1.3B).
@@ -15,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ExponentialSeparable", "LogisticTest", "power_sum", "power_sum_gradient", "RISProblem",
+__all__ = ["ExponentialSeparable", "LogisticTest", "power_sum", "power_sum_gradient", "BreastCancerLogistic",
+           "StyblinskiTang", "RISProblem",
            "PHASE_MODELS", "PromptTuning", "MinibatchLoss", "fit_frozen_model", "save_frozen_model",
            "load_frozen_model"]
 
@@ -95,6 +99,123 @@ def power_sum(p: int):
 def power_sum_gradient(x, p: int) -> np.ndarray:
     """``grad sum_i x_i^p = p x^{p-1}``."""
     return p * np.asarray(x, dtype=float) ** (p - 1)
+
+
+def _smoothing_radii_weights(radii, weights):
+    radii = np.atleast_1d(np.asarray(radii, dtype=float))
+    weights = np.ones(1) if weights is None else np.atleast_1d(np.asarray(weights, dtype=float))
+    if radii.ndim != 1 or weights.shape != radii.shape:
+        raise ValueError(f"radii and weights must be 1-D of the same length, got {radii.shape} and {weights.shape}")
+    if not np.all(np.isfinite(radii)) or np.any(radii < 0):
+        raise ValueError(f"radii must be finite and >= 0, got {radii}")
+    return radii, weights
+
+
+class BreastCancerLogistic:
+    """L2-regularised logistic regression on ``sklearn.datasets.load_breast_cancer`` (569 samples, 30 features
+    standardised to mean 0 and variance 1, labels ``b = 2y - 1``): ``f(x) = mean_i log(1 + exp(-b_i a_i^T x))
+    + l2 ||x||^2``.
+
+    ``smoothed_value/gradient(x, radii, weights)`` give ``sum_k w_k f_{h_k}(x)`` and its gradient, with
+    ``f_h(x) = E f(x + h u)``, ``u ~ N(0, I)``: each loss term only sees ``a_i^T u ~ N(0, ||a_i||^2)``, so the
+    expectation is one-dimensional and computed by Gauss-Hermite quadrature (``nodes`` points). With the
+    Romberg weights this is the mean field of Romberg-ZOGE, whose minimiser is ZO-SGD's expected fixed point.
+    """
+
+    def __init__(self, l2: float = 0.005, nodes: int = 60):
+        from sklearn.datasets import load_breast_cancer
+
+        if not math.isfinite(float(l2)) or float(l2) <= 0:
+            raise ValueError(f"l2 must be finite and > 0, got {l2!r}")
+        X, y = load_breast_cancer(return_X_y=True)
+        X = (X - X.mean(axis=0)) / X.std(axis=0)
+        self.l2 = float(l2)
+        self.dim = X.shape[1]
+        self.BA = X * (2.0 * y - 1.0)[:, None]                       # rows b_i a_i
+        self.row_norms = np.linalg.norm(X, axis=1)
+        t, w = np.polynomial.hermite.hermgauss(int(nodes))
+        self._z, self._wz = math.sqrt(2.0) * t, w / math.sqrt(math.pi)
+
+    def __call__(self, X) -> np.ndarray:
+        X = _as_points(X, self.dim)
+        return np.logaddexp(0.0, -(X @ self.BA.T)).mean(axis=1) + self.l2 * (X ** 2).sum(axis=1)
+
+    def gradient(self, x) -> np.ndarray:
+        return self.smoothed_gradient(x, [0.0])
+
+    def _margins(self, x, h):
+        x = np.asarray(x, dtype=float)
+        if x.shape != (self.dim,):
+            raise ValueError(f"x must have shape ({self.dim},), got {x.shape}")
+        return (self.BA @ x)[:, None] + h * self.row_norms[:, None] * self._z[None, :]   # (m, nodes)
+
+    def smoothed_value(self, x, radii, weights=None) -> float:
+        """``sum_k w_k f_{h_k}(x)`` (``weights`` None: one radius, weight 1)."""
+        radii, weights = _smoothing_radii_weights(radii, weights)
+        x = np.asarray(x, dtype=float)
+        total = 0.0
+        for h, w in zip(radii, weights):
+            loss = (np.logaddexp(0.0, -self._margins(x, h)) @ self._wz).mean()
+            total += w * (loss + self.l2 * (x @ x + h ** 2 * self.dim))
+        return float(total)
+
+    def smoothed_gradient(self, x, radii, weights=None) -> np.ndarray:
+        """Gradient of ``smoothed_value``."""
+        radii, weights = _smoothing_radii_weights(radii, weights)
+        x = np.asarray(x, dtype=float)
+        g = np.zeros(self.dim)
+        for h, w in zip(radii, weights):
+            m = self._margins(x, h)
+            s = (0.5 * (1.0 - np.tanh(0.5 * m))) @ self._wz           # E sigmoid(-margin)
+            g += w * (-(self.BA * s[:, None]).mean(axis=0) + 2.0 * self.l2 * x)
+        return g
+
+    def smoothed_minimiser(self, radii, weights=None, x0=None) -> np.ndarray:
+        """Minimiser of ``sum_k w_k f_{h_k}`` by L-BFGS-B (tolerances near machine precision)."""
+        from scipy.optimize import minimize
+
+        start = np.zeros(self.dim) if x0 is None else np.asarray(x0, dtype=float)
+        res = minimize(lambda x: self.smoothed_value(x, radii, weights), start,
+                       jac=lambda x: self.smoothed_gradient(x, radii, weights), method="L-BFGS-B",
+                       options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 10000})
+        return res.x
+
+
+class StyblinskiTang:
+    """Styblinski-Tang ``f(x) = 0.5 sum_i (x_i^4 - 16 x_i^2 + 5 x_i)``, a separable quartic.
+
+    Gaussian smoothing adds ``h^2 (3 x_i^2 ...)``: ``d/dx_i f_h = 0.5 (4 x_i^3 + (12 h^2 - 32) x_i + 5)``. A
+    quartic is differentiated exactly along ``u`` by Romberg-ZOGE with ``R >= 1``, so ZO-SGD's expected fixed
+    point is the stationary point itself, while two-point's is the root of the smoothed derivative.
+    """
+
+    def __init__(self, dim: int = 20):
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
+            raise ValueError(f"dim must be an int >= 1, got {dim!r}")
+        self.dim = int(dim)
+
+    def __call__(self, X) -> np.ndarray:
+        X = _as_points(X, self.dim)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return 0.5 * (X ** 4 - 16.0 * X ** 2 + 5.0 * X).sum(axis=1)
+
+    def gradient(self, x) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        return 0.5 * (4.0 * x ** 3 - 32.0 * x + 5.0)
+
+    @staticmethod
+    def fixed_point(radius: float, level: int) -> float:
+        """Per-coordinate expected ZO-SGD fixed point in the basin of the global minimum (about -2.9035):
+        the smallest real root of ``4 x^3 + (12 h^2 - 32) x + 5`` with ``h = radius`` for ``level = 0``
+        and ``h = 0`` for ``level >= 1``."""
+        if not math.isfinite(float(radius)) or float(radius) < 0:
+            raise ValueError(f"radius must be finite and >= 0, got {radius!r}")
+        if isinstance(level, bool) or not isinstance(level, (int, np.integer)) or level < 0:
+            raise ValueError(f"level must be a non-negative int, got {level!r}")
+        h2 = float(radius) ** 2 if level == 0 else 0.0
+        roots = np.roots([4.0, 0.0, 12.0 * h2 - 32.0, 5.0])
+        real = roots[np.abs(roots.imag) < 1e-9].real
+        return float(real.min())
 
 
 # ---------------------------------------------------------------------------------------------------- RIS
