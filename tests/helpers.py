@@ -1,4 +1,5 @@
 """Helpers for the cross-cutting tests: the repository root, its papers, and snakemake runs."""
+import os
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,14 @@ def paper_slugs() -> list[str]:
 
 
 def snakemake(*args, cwd=REPO, timeout=1800, env=None) -> subprocess.CompletedProcess:
-    """Run snakemake with this interpreter; returns the completed process (stdout and stderr merged)."""
+    """Run snakemake with this interpreter; returns the completed process (stdout and stderr merged).
+
+    A run in a copy of the repository shares this checkout's cache of converted language models
+    (``REPRO_LM_CACHE``, keyed by the weights' SHA-256), so that the copy does not convert them again."""
+    from shared.lm.pretrained import CACHE_ENV, lm_cache_dir
+
+    env = dict(os.environ if env is None else env)
+    env.setdefault(CACHE_ENV, str(lm_cache_dir()))
     return subprocess.run([sys.executable, "-m", "snakemake", "--nolock", *args], cwd=cwd, text=True, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
 

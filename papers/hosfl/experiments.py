@@ -1,9 +1,11 @@
 """Experiments of the hosfl reproduction (spec "Experiments by scale").
 
 ``python -m papers.hosfl.experiments NAME --config papers/hosfl/config.yaml --scale quick --out DIR`` with NAME
-one of ``estimator`` (H1, H2), ``iid``, ``dirichlet``, ``pca`` (training runs: H3, H4, H5, H8), ``straggler``
-(H6), ``memory`` (H7), ``performance``, and at full scale ``p_sweep`` and ``width_sweep``. Curves for the
-figures are written next to the metrics as ``curves.npz``.
+one of ``estimator`` (H1, H2); the training runs ``iid``, ``dirichlet``, ``pca`` (H3, H4, H5, H8), ``adamw``
+(the AdamW variant), ``synthetic`` (the make_classification benchmark) and ``straggler_rate`` (30% of the
+clients absent each round, with replay); ``straggler`` (H6), ``memory`` (H7), ``performance``, ``p_sweep``
+(P) and ``width_sweep`` (cut_dim, hidden_dim). Curves for the figures are written next to the metrics as
+``curves.npz``.
 """
 from __future__ import annotations
 
@@ -159,7 +161,15 @@ def training(params: dict, ctx: RunContext):
         K = out0["n_clients"]
         m["bytes_per_client_round"] = {c: float(out0["bytes"][c].sum()) / (rounds * K) for c in CATEGORIES}
         m["client_dim"] = int(out0["client_dim"])
-        if method == "hosfl":
+        if "replay_error" in out0:
+            m["replay_error"] = max(float(o["replay_error"]) for _, _, o, _ in per_seed)
+            m["n_rejoins"] = int(out0["n_rejoins"])
+            m["rounds_replayed"] = int(out0["rounds_replayed"])
+            P = int(common.get("n_perturbations", opts.get("n_perturbations", 5)))
+            m["catchup_bytes_per_replayed_round"] = out0["catchup_bytes"] / max(1, out0["rounds_replayed"])
+            m["catchup_over_8P"] = m["catchup_bytes_per_replayed_round"] / (8 * P)
+            m["model_download_bytes"] = 4 * int(out0["client_dim"])
+        if method == "hosfl" and len(out0["alignment"]):
             al = [float(np.mean(o["alignment"])) for _, _, o, _ in per_seed]
             m["alignment_mean"] = float(np.mean(al))
             P = int(common.get("n_perturbations", opts.get("n_perturbations", 5)))
@@ -172,7 +182,7 @@ def training(params: dict, ctx: RunContext):
             arrays[f"{name}__s{seed}__round"] = o["round"]
             arrays[f"{name}__s{seed}__acc"] = o["test_accuracy"]
             arrays[f"{name}__s{seed}__loss"] = o["train_loss"]
-            if method == "hosfl":
+            if method == "hosfl" and len(o["alignment"]):
                 arrays[f"{name}__s{seed}__alignment"] = o["alignment"]
     metrics["batch_size"] = int(common.get("batch_size", 32))
     metrics["n_clients"] = int(common.get("n_clients", 10))
@@ -202,8 +212,13 @@ def _comparisons(metrics):
             c["d_c_over_P"] = r["hosfl"]["client_dim"] / P
         for zo in ("sfl_zo", "mu_splitfed"):
             if zo in r:
+                c[f"hosfl_minus_{zo}_points"] = 100 * (r["hosfl"]["final_acc"] - r[zo]["final_acc"])
                 c[f"r90_ratio_{zo}_hosfl"] = r[zo]["rounds_to_90_censored"] / r["hosfl"]["rounds_to_90_censored"]
                 c[f"{zo}_never_90"] = r[zo]["rounds_to_90"] is None
+    for name, m in r.items():   # straggler-rate runs against the full-participation HO-SFL run
+        if name != "hosfl" and "replay_error" in m and "hosfl" in r:
+            c[f"{name}_minus_hosfl_points"] = 100 * (m["final_acc"] - r["hosfl"]["final_acc"])
+            c[f"{name}_r90_ratio"] = m["rounds_to_90_censored"] / r["hosfl"]["rounds_to_90_censored"]
     metrics["compare"] = c
 
 
@@ -324,43 +339,90 @@ def performance(params: dict, ctx: RunContext):
     return rows, metrics
 
 
-# ------------------------------------------------------------------------------------------- full-scale sweeps
+# ------------------------------------------------------------------------------------------- sweeps
 def p_sweep(params: dict, ctx: RunContext):
-    """Rounds to 90% test accuracy of HO-SFL against the number of perturbations P (IID, random init)."""
+    """HO-SFL against the number of perturbations P (IID, random init, the same client lr for every P):
+    rounds to 90% test accuracy ("never" counted as one evaluation past the horizon), final_acc and the
+    in-training alignment cos(ghat, g) against sqrt(P/(d_c + P + 1)), mean over ``seeds``."""
     _torch_setup()
     common = dict(params["common"])
-    out = {}
-    for P in params["P_list"]:
-        vals = []
+    rounds, eval_every = int(common["rounds"]), int(common.get("eval_every", 10))
+    P_list = [int(p) for p in params["P_list"]]
+    r90, acc, acc_se, align, arrays, rows = {}, {}, {}, {}, {}, []
+    for P in P_list:
+        vals, accs, als = [], [], []
         for seed in params.get("seeds", [0]):
             root = int(seeding.generator(ctx.seed, "run", str(seed)).integers(2 ** 31))
-            r = run_split_training("hosfl", n_perturbations=int(P), seed=root, **common)
-            vals.append(_censored(r["rounds_to_90"], common["rounds"], common.get("eval_every", 10)))
-        out[str(P)] = float(np.mean(vals))
-    rows = [{"method": "hosfl", "seed": 0, "step": int(k), "metric": "rounds_to_90_censored", "value": v}
-            for k, v in out.items()]
-    return rows, {"rounds_to_90_censored": out, "P_list": [int(p) for p in params["P_list"]]}
+            r = run_split_training("hosfl", n_perturbations=P, seed=root, **common)
+            vals.append(_censored(r["rounds_to_90"], rounds, eval_every))
+            accs.append(r["final_acc"])
+            als.append(float(np.mean(r["alignment"])) / float(np.sqrt(P / (r["client_dim"] + P + 1))))
+            arrays[f"P{P}__s{seed}__round"] = r["round"]
+            arrays[f"P{P}__s{seed}__acc"] = r["test_accuracy"]
+            ctx.log(f"P={P} seed {seed}: final_acc {r['final_acc']:.4f}, rounds_to_90 {r['rounds_to_90']}")
+        r90[str(P)] = float(np.mean(vals))
+        acc[str(P)], acc_se[str(P)] = mean_and_se(accs)
+        align[str(P)] = float(np.mean(als))
+        rows += [{"method": "hosfl", "seed": 0, "step": P, "metric": "rounds_to_90_censored", "value": r90[str(P)]},
+                 {"method": "hosfl", "seed": 0, "step": P, "metric": "final_acc", "value": acc[str(P)]}]
+    lo, hi = str(P_list[0]), str(P_list[-1])
+    metrics = {"P_list": P_list, "rounds": rounds, "rounds_to_90_censored": r90, "final_acc": acc,
+               "final_acc_se": acc_se, "alignment_ratio": align,
+               "compare": {"r90_ratio_Pmin_Pmax": r90[lo] / r90[hi],
+                           "acc_Pmax_minus_Pmin_points": 100 * (acc[hi] - acc[lo]),
+                           "alignment_ratio_min": min(align.values()), "alignment_ratio_max": max(align.values())}}
+    write_arrays(ctx.out_dir / "curves.npz", **arrays)
+    return rows, metrics
 
 
 def width_sweep(params: dict, ctx: RunContext):
-    """final_acc of HO-SFL and pure ZO (SFL-ZO) as the client width (cut_dim) and the server width
-    (hidden_dim) grow."""
+    """final_acc of HO-SFL and pure ZO (SFL-ZO, fixed lr) as the client width (cut_dim) and the server width
+    (hidden_dim) grow. Pure ZO perturbs d_c + d_s coordinates, HO-SFL only d_c. A run whose parameters
+    become non-finite is recorded as diverged (final_acc null)."""
     _torch_setup()
-    common = dict(params["common"])
+    common = {"track_alignment": False, **dict(params["common"])}
     root = int(seeding.generator(ctx.seed, "run", "0").integers(2 ** 31))
-    res = {"cut_dim": {}, "hidden_dim": {}}
+    res, dims, diverged, cache = {"cut_dim": {}, "hidden_dim": {}}, {"cut_dim": {}, "hidden_dim": {}}, [], {}
+    zo_lr = float(params.get("sfl_zo_lr", 3e-3))
     for key, values in (("cut_dim", params["cut_dims"]), ("hidden_dim", params["hidden_dims"])):
         for v in values:
+            mk = {"cut_dim": 32, "hidden_dim": 64, key: int(v)}
             res[key][str(v)] = {}
-            for method, lr in (("hosfl", None), ("sfl_zo", params.get("sfl_zo_lr", 3e-3))):
-                r = run_split_training(method, client_lr=lr, seed=root, model_kwargs={key: int(v)}, **common)
-                res[key][str(v)][method] = r["final_acc"]
+            for method, lr in (("hosfl", None), ("sfl_zo", zo_lr)):
+                ck = (method, mk["cut_dim"], mk["hidden_dim"])
+                if ck not in cache:
+                    try:
+                        r = run_split_training(method, client_lr=lr, seed=root, model_kwargs=mk, **common)
+                        cache[ck] = r["final_acc"]
+                    except FloatingPointError as exc:
+                        ctx.log(f"{method} {mk}: diverged ({exc})")
+                        diverged.append(f"{method} cut_dim={mk['cut_dim']} hidden_dim={mk['hidden_dim']}")
+                        cache[ck] = None
+                    ctx.log(f"{method} {mk}: final_acc {cache[ck]}")
+                res[key][str(v)][method] = cache[ck]
+            m = SplitMLP(cut_dim=mk["cut_dim"], hidden_dim=mk["hidden_dim"])
+            dims[key][str(v)] = {"d_c": int(m.client_dim), "d_s": int(m.server_vector().size)}
+
+    def acc(key, v, method):
+        a = res[key][str(v)][method]
+        return 0.1 if a is None else a   # a diverged run counts as chance level in the comparisons
+
+    h_lo, h_hi = params["hidden_dims"][0], params["hidden_dims"][-1]
+    gap = {str(v): 100 * (acc("hidden_dim", v, "hosfl") - acc("hidden_dim", v, "sfl_zo")) for v in params["hidden_dims"]}
+    compare = {"hosfl_hidden_change_points": 100 * (acc("hidden_dim", h_hi, "hosfl") - acc("hidden_dim", h_lo, "hosfl")),
+               "sfl_zo_hidden_change_points": 100 * (acc("hidden_dim", h_hi, "sfl_zo") - acc("hidden_dim", h_lo, "sfl_zo")),
+               "hosfl_minus_sfl_zo_points_by_hidden": gap,
+               "gap_growth_hidden_points": gap[str(h_hi)] - gap[str(h_lo)],
+               "hosfl_minus_sfl_zo_min_points": min(100 * (acc(k, v, "hosfl") - acc(k, v, "sfl_zo"))
+                                                    for k in res for v in res[k])}
     rows = [{"method": m, "seed": 0, "step": int(v), "metric": f"final_acc_{key}", "value": a}
-            for key, d in res.items() for v, dd in d.items() for m, a in dd.items()]
-    return rows, {"final_acc": res}
+            for key, d in res.items() for v, dd in d.items() for m, a in dd.items() if a is not None]
+    return rows, {"final_acc": res, "dims": dims, "diverged": diverged, "sfl_zo_lr": zo_lr,
+                  "rounds": int(common["rounds"]), "compare": compare}
 
 
 EXPERIMENTS = {"estimator": estimator, "iid": training, "dirichlet": training, "pca": training,
+               "adamw": training, "synthetic": training, "straggler_rate": training,
                "straggler": straggler, "memory": memory, "performance": performance, "p_sweep": p_sweep,
                "width_sweep": width_sweep}
 

@@ -23,10 +23,13 @@ import torch.nn.functional as F
 from shared.oracles.zeroth_order import estimate_from_directional, perturbation_directions
 
 __all__ = ["cut_layer_multiplier", "client_directional_scalars", "client_gradient_estimate", "replay_client",
-           "client_update", "sgd_momentum_step", "check_seeds", "check_mu", "client_apply", "server_apply",
+           "client_update", "sgd_momentum_step", "adamw_step", "optimizer_step", "OPTIMIZERS", "check_seeds", "check_mu", "client_apply", "server_apply",
            "check_batch", "SEED_BOUND"]
 
 SEED_BOUND = 2 ** 32
+OPTIMIZERS = ("sgd", "adamw")
+ADAMW_BETAS = (0.9, 0.999)
+ADAMW_EPS = 1e-8
 _ACT = {"relu": torch.relu, "tanh": torch.tanh, "identity": lambda t: t}
 
 
@@ -213,30 +216,81 @@ def sgd_momentum_step(theta: np.ndarray, grad: np.ndarray, lr: float, momentum: 
     return (theta - theta.dtype.type(lr) * step).astype(theta.dtype), buf
 
 
-def client_update(theta: np.ndarray, seeds, vbar, mu, *, lr: float, momentum: float = 0.0, buf=None):
+def adamw_step(theta: np.ndarray, grad: np.ndarray, lr: float, state=None, *, weight_decay: float = 0.01,
+               betas=ADAMW_BETAS, eps: float = ADAMW_EPS):
+    """torch's AdamW (``torch.optim.AdamW``, amsgrad off) in theta's dtype, on a flat vector or a stack of
+    vectors. ``state`` is None (first step) or (step, exp_avg, exp_avg_sq). With t = step + 1:
+    theta <- theta (1 - lr wd); m <- b1 m + (1 - b1) g; v <- b2 v + (1 - b2) g^2;
+    theta <- theta - (lr / (1 - b1^t)) m / (sqrt(v) / sqrt(1 - b2^t) + eps). Returns (theta, state)."""
+    dt = theta.dtype
+    g = np.asarray(grad).astype(dt)
+    if g.shape != theta.shape:
+        raise ValueError(f"grad shape {g.shape} must equal theta shape {theta.shape}")
+    b1, b2 = betas
+    if state is None:
+        step, m, v = 0, np.zeros_like(theta), np.zeros_like(theta)
+    else:
+        step, m, v = state
+    step = int(step) + 1
+    theta = (theta * dt.type(1 - lr * weight_decay)).astype(dt)
+    m = (dt.type(b1) * m + dt.type(1 - b1) * g).astype(dt)
+    v = (dt.type(b2) * v + dt.type(1 - b2) * g * g).astype(dt)
+    bc1, bc2 = 1 - b1 ** step, 1 - b2 ** step
+    denom = (np.sqrt(v) / dt.type(math.sqrt(bc2)) + dt.type(eps)).astype(dt)
+    theta = (theta - dt.type(lr / bc1) * (m / denom)).astype(dt)
+    return theta, (step, m, v)
+
+
+def optimizer_step(theta: np.ndarray, grad: np.ndarray, lr: float, *, optimizer: str = "sgd",
+                   momentum: float = 0.0, state=None, weight_decay: float = 0.01):
+    """One step of ``optimizer`` ("sgd": :func:`sgd_momentum_step` with ``state`` the momentum buffer;
+    "adamw": :func:`adamw_step` with ``state`` = (step, exp_avg, exp_avg_sq)). Returns (theta, state)."""
+    if optimizer == "sgd":
+        return sgd_momentum_step(theta, grad, lr, momentum, state)
+    if optimizer == "adamw":
+        return adamw_step(theta, grad, lr, state, weight_decay=weight_decay)
+    raise ValueError(f"optimizer must be one of {list(OPTIMIZERS)}, got {optimizer!r}")
+
+
+def client_update(theta: np.ndarray, seeds, vbar, mu, *, lr: float, momentum: float = 0.0, buf=None,
+                  optimizer: str = "sgd", weight_decay: float = 0.01):
     """One HO-SFL client step: ghat = client_gradient_estimate(vbar, seeds, mu, d_c), then
-    :func:`sgd_momentum_step`. The live client and :func:`replay_client` both call this function."""
+    :func:`optimizer_step` (SGD with momentum, ``buf`` the buffer; or AdamW, ``buf`` its state). The live
+    client and :func:`replay_client` both call this function."""
     ghat = client_gradient_estimate(vbar, seeds, mu, theta.size)
-    return sgd_momentum_step(theta, ghat, lr, momentum, buf)
+    return optimizer_step(theta, ghat, lr, optimizer=optimizer, momentum=momentum, state=buf,
+                          weight_decay=weight_decay)
 
 
-def replay_client(theta, history, *, lr, momentum=0.0, momentum_buffer=None):
+def replay_client(theta, history, *, lr, momentum=0.0, momentum_buffer=None, optimizer="sgd",
+                  weight_decay=0.01):
     """Straggler catch-up: apply, in round order, the updates of ``history`` (a list of (seeds, vbar, mu))
-    to ``theta`` with the same update as the live client (:func:`client_update`), momentum buffer included.
-    Only P seeds and P scalars per missed round are needed, never a d_c-sized download.
+    to ``theta`` with the same update as the live client (:func:`client_update`), optimizer state included
+    (``momentum_buffer``: the SGD momentum buffer, or for ``optimizer="adamw"`` the (step, exp_avg,
+    exp_avg_sq) state the client last held in sync). Only P seeds and P scalars per missed round are
+    needed, never a d_c-sized download.
 
-    Returns (theta, momentum_buffer)."""
+    Returns (theta, optimizer state)."""
     theta = np.asarray(theta)
     if theta.ndim != 1 or not np.issubdtype(theta.dtype, np.floating):
         raise ValueError(f"theta must be a 1-D float array, got shape {theta.shape}, dtype {theta.dtype}")
     if not 0 <= float(momentum) < 1:
         raise ValueError(f"momentum must lie in [0, 1), got {momentum!r}")
-    buf = None if momentum_buffer is None else np.asarray(momentum_buffer, dtype=theta.dtype).copy()
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {list(OPTIMIZERS)}, got {optimizer!r}")
+    if momentum_buffer is None:
+        buf = None
+    elif optimizer == "adamw":
+        step, m, v = momentum_buffer
+        buf = (int(step), np.asarray(m, dtype=theta.dtype).copy(), np.asarray(v, dtype=theta.dtype).copy())
+    else:
+        buf = np.asarray(momentum_buffer, dtype=theta.dtype).copy()
     theta = theta.copy()
     for r, entry in enumerate(history):
         try:
             seeds, vbar, mu = entry
         except (TypeError, ValueError):
             raise ValueError(f"history[{r}] must be a (seeds, vbar, mu) triple") from None
-        theta, buf = client_update(theta, seeds, vbar, mu, lr=lr, momentum=momentum, buf=buf)
+        theta, buf = client_update(theta, seeds, vbar, mu, lr=lr, momentum=momentum, buf=buf,
+                                   optimizer=optimizer, weight_decay=weight_decay)
     return theta, buf

@@ -16,16 +16,23 @@ __all__ = ["make_figures", "LABELS"]
 
 LABELS = {"sfl_fo_tau1": "SFL-FO (tau=1)", "sfl_fo_tau10": "SFL-FO (tau=10)", "hosfl": "HO-SFL",
           "frozen": "frozen client", "sfl_zo": "SFL-ZO (pure ZO)", "mu_splitfed": "MU-SplitFed",
-          "sfl_fo": "SFL-FO"}
+          "sfl_fo": "SFL-FO", "hosfl_stragglers30": "HO-SFL, 30% stragglers (replay)"}
 COLORS = method_colors(["hosfl", "sfl_fo_tau1", "sfl_fo_tau10", "frozen", "sfl_zo", "mu_splitfed"])
 COLORS["sfl_fo"] = COLORS["sfl_fo_tau1"]
-PANELS = (("iid", "IID, random init"), ("dirichlet", "Dirichlet 0.1, random init"), ("pca", "IID, PCA init"))
+COLORS["hosfl_stragglers30"] = COLORS["sfl_fo_tau10"]
+PANELS = (("iid", "IID, random init"), ("dirichlet", "Dirichlet 0.1, random init"), ("pca", "IID, PCA init"),
+          ("adamw", "IID, random init, AdamW"), ("straggler_rate", "IID, 30% stragglers a round"),
+          ("synthetic", "make_classification, 256-256 client"))
 
 
 def _accuracy(results: Path, out: Path) -> None:
     present = [(k, t) for k, t in PANELS if (results / k / "metrics.json").exists()]
-    fig, axes = new_figure(ncols=max(1, len(present)), width=4.0, height=3.2)
-    for ax, (key, title) in zip(axes[0], present):
+    ncols = min(3, max(1, len(present)))
+    nrows = max(1, -(-len(present) // ncols))
+    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=4.0, height=3.2)
+    for ax in axes.ravel()[len(present):]:
+        ax.set_visible(False)
+    for ax, (key, title) in zip(axes.ravel(), present):
         met = read_metrics(results / key / "metrics.json")
         curves = read_arrays(results / key / "curves.npz")
         per_round = met["n_clients"] * met["batch_size"]
@@ -142,13 +149,21 @@ def _p_sweep(results: Path, out: Path) -> None:
     met = read_metrics(results / "p_sweep" / "metrics.json")
     P = np.array(met["P_list"])
     r = np.array([met["rounds_to_90_censored"][str(p)] for p in P])
-    fig, axes = new_figure()
+    acc = np.array([met["final_acc"][str(p)] for p in P])
+    fig, axes = new_figure(ncols=2)
     ax = axes[0, 0]
     ax.plot(P, r, marker="o", color=COLORS["hosfl"], label="HO-SFL")
+    ax.axhline(met["rounds"], linestyle=":", color="0.5", label="horizon (never = one evaluation past it)")
     ax.set_xscale("log")
     ax.set_xlabel("perturbations P")
     ax.set_ylabel("rounds to 90% test accuracy")
-    ax.legend()
+    ax.legend(fontsize=7)
+    ax = axes[0, 1]
+    ax.plot(P, acc, marker="o", color=COLORS["hosfl"], label="HO-SFL")
+    ax.set_xscale("log")
+    ax.set_xlabel("perturbations P")
+    ax.set_ylabel("final test accuracy")
+    ax.legend(fontsize=7)
     save_figure(fig, out / "rounds_vs_P.png")
 
 
@@ -158,10 +173,11 @@ def _width_sweep(results: Path, out: Path) -> None:
     for ax, key in zip(axes[0], ("cut_dim", "hidden_dim")):
         widths = sorted(met[key], key=int)
         for method in ("hosfl", "sfl_zo"):
-            ax.plot([int(w) for w in widths], [met[key][w][method] for w in widths], marker="o",
-                    color=COLORS[method], label=LABELS[method])
-        ax.set_xscale("log")
-        ax.set_xlabel(key)
+            vals = [np.nan if met[key][w][method] is None else met[key][w][method] for w in widths]
+            ax.plot([int(w) for w in widths], vals, marker="o", color=COLORS[method], label=LABELS[method])
+        ax.set_xscale("log", base=2)
+        ax.set_ylim(0.0, 1.0)
+        ax.set_xlabel(key + (" (client width)" if key == "cut_dim" else " (server width)"))
         ax.set_ylabel("final test accuracy")
         ax.legend()
     save_figure(fig, out / "width_sweep.png")
@@ -175,9 +191,8 @@ def make_figures(results_dir, out_dir, scale: str) -> None:
     _alignment(results, out)
     _memory(results, out)
     _performance(results, out)
-    if scale == "full":
-        _p_sweep(results, out)
-        _width_sweep(results, out)
+    _p_sweep(results, out)
+    _width_sweep(results, out)
 
 
 if __name__ == "__main__":

@@ -24,19 +24,21 @@ import torch
 import torch.nn.functional as F
 
 from shared import seeding
-from shared.fed import ByteLedger, INT64_BYTES, FLOAT32_BYTES, UINT32_BYTES, draw_batch
+from shared.fed import ByteLedger, INT64_BYTES, FLOAT32_BYTES, UINT32_BYTES, draw_batch, sample_clients
 from shared.oracles.zeroth_order import estimate_from_directional, perturbation_directions
 
 from papers.hosfl import hybrid as H
-from papers.hosfl.data import PARTITIONS, load_digits_split, make_partition
+from papers.hosfl.data import DATASETS, PARTITIONS, load_dataset, make_partition
 from papers.hosfl.model import SplitMLP
 
-__all__ = ["METHODS", "INITS", "DEFAULT_CLIENT_LR", "run_split_training", "final_accuracy", "rounds_to_target",
+__all__ = ["METHODS", "INITS", "OPTIMIZERS", "ADAMW_METHODS", "DEFAULT_CLIENT_LR", "run_split_training", "final_accuracy", "rounds_to_target",
            "make_stepper", "Setup", "setup"]
 
 METHODS = ("sfl_fo", "hosfl", "sfl_zo", "mu_splitfed", "frozen")
 INITS = ("random", "pca")
 DEFAULT_CLIENT_LR = {"sfl_fo": 0.05, "hosfl": 0.005, "sfl_zo": 1e-3, "mu_splitfed": 1e-2, "frozen": 0.0}
+OPTIMIZERS = H.OPTIMIZERS
+ADAMW_METHODS = ("sfl_fo", "hosfl", "frozen")   # methods with a first-order server (the ZO baselines use plain SGD)
 CATEGORIES = ("cut.act_up", "cut.labels_up", "cut.grad_down", "cut.scalar_down", "weights.up", "weights.down",
               "seeds.down")
 
@@ -76,14 +78,16 @@ def _check_pos(value, name, allow_zero=False):
 class Setup:
     """Model, data tensors and client partition of one run (shared by every method for one seed)."""
 
-    def __init__(self, *, n_clients, partition, dirichlet_alpha, init, seed, dtype="float32", model_kwargs=None):
-        x_tr, y_tr, x_te, y_te = load_digits_split()
+    def __init__(self, *, n_clients, partition, dirichlet_alpha, init, seed, dtype="float32", model_kwargs=None,
+                 dataset="digits", dataset_kwargs=None):
+        x_tr, y_tr, x_te, y_te = load_dataset(dataset, **(dataset_kwargs or {}))
         if n_clients > y_tr.size:
             raise ValueError(f"n_clients ({n_clients}) must not exceed the {y_tr.size} training samples")
         self.parts = make_partition(partition, y_tr, n_clients, seeding.generator(seed, "partition"),
                                     dirichlet_alpha=dirichlet_alpha)
         init_seed = int(seeding.generator(seed, "init").integers(2 ** 31))
-        self.model = SplitMLP(x_tr.shape[1], seed=init_seed, dtype=dtype, **(model_kwargs or {}))
+        mk = {"n_classes": int(max(y_tr.max(), y_te.max())) + 1, **(model_kwargs or {})}
+        self.model = SplitMLP(x_tr.shape[1], seed=init_seed, dtype=dtype, **mk)
         if init == "pca":
             self.model.init_client_pca(x_tr)
         self.dtype = self.model.torch_dtype
@@ -108,15 +112,18 @@ def _client_losses(logits: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
 
 
 class _Base:
-    def __init__(self, s: Setup, *, n_perturbations, mu, server_lr, client_lr, momentum, rng, ledger):
+    def __init__(self, s: Setup, *, n_perturbations, mu, server_lr, client_lr, momentum, rng, ledger,
+                 optimizer="sgd", weight_decay=0.01):
         self.s, self.m = s, s.model
         self.P, self.mu = n_perturbations, mu
         self.server_lr, self.client_lr, self.momentum = server_lr, client_lr, momentum
+        self.optimizer, self.weight_decay = optimizer, weight_decay
         self.rng, self.ledger = rng, ledger
         self.theta_c = self.m.client_vector()
         self.d_c = self.theta_c.size
         self.buf = None
         self.client_time = 0.0
+        self.catchup_bytes = 0
 
     def book(self, cat, n_bytes, t, clients):
         if self.ledger is not None and n_bytes:
@@ -147,7 +154,11 @@ class _ServerFO(_Base):
 
     def __init__(self, s, **kw):
         super().__init__(s, **kw)
-        self.opt = torch.optim.SGD(self.m.server.parameters(), lr=self.server_lr, momentum=self.momentum)
+        if self.optimizer == "adamw":
+            self.opt = torch.optim.AdamW(self.m.server.parameters(), lr=self.server_lr, betas=H.ADAMW_BETAS,
+                                         eps=H.ADAMW_EPS, weight_decay=self.weight_decay)
+        else:
+            self.opt = torch.optim.SGD(self.m.server.parameters(), lr=self.server_lr, momentum=self.momentum)
 
     def server_pass(self, Z, Y):
         """Per-client losses (K,), multipliers lambda_m = d loss_m / d z_m (K, B, cut) and the server step
@@ -196,7 +207,8 @@ class _HOSFL(_ServerFO):
             self.alignment.append(self._alignment(X, lam, seeds, vbar))
         tc = time.perf_counter()
         self.theta_c, self.buf = H.client_update(self.theta_c, seeds, vbar, self.mu, lr=self.client_lr,
-                                                 momentum=self.momentum, buf=self.buf)
+                                                 momentum=self.momentum, buf=self.buf, optimizer=self.optimizer,
+                                                 weight_decay=self.weight_decay)
         self.client_time += time.perf_counter() - tc
         self.history.append((seeds, vbar, self.mu))
         self.book_cut(t, clients, B)
@@ -232,9 +244,17 @@ class _SFLFO(_ServerFO):
         losses, lam = self.server_pass(Z, Y)
         tc = time.perf_counter()
         (gc,) = torch.autograd.grad(Z, [th], grad_outputs=lam)
-        bufs = None if self.bufs is None else self.bufs[clients]
-        new, bufs = H.sgd_momentum_step(self.copies[clients], gc.numpy(), self.client_lr, self.momentum, bufs)
-        self.copies[clients] = new
+        if self.optimizer == "adamw":   # every client takes part in every round: one shared step count
+            if len(clients) != len(self.copies):
+                raise ValueError("sfl_fo with AdamW needs every client in every round")
+            new, self.bufs = H.adamw_step(self.copies, gc.numpy(), self.client_lr, self.bufs,
+                                          weight_decay=self.weight_decay)
+            self.copies[:] = new
+            bufs = None
+        else:
+            bufs = None if self.bufs is None else self.bufs[clients]
+            new, bufs = H.sgd_momentum_step(self.copies[clients], gc.numpy(), self.client_lr, self.momentum, bufs)
+            self.copies[clients] = new
         if bufs is not None:
             if self.bufs is None:
                 self.bufs = np.zeros_like(self.copies)
@@ -334,14 +354,19 @@ def _check_params(stepper, method, t):
 
 
 def make_stepper(method, s: Setup, *, n_perturbations=5, mu=1e-3, server_lr=0.05, client_lr=None, momentum=0.9,
-                 tau=1, mu_splitfed_tau=5, n_clients=10, rng=None, ledger=None, track_alignment=True):
+                 tau=1, mu_splitfed_tau=5, n_clients=10, rng=None, ledger=None, track_alignment=True,
+                 optimizer="sgd", weight_decay=0.01):
     """The per-round update object of ``method`` on the setup ``s`` (used by the training loop and by the
     performance timing). ``step(t, clients, X, Y)`` runs round t on the stacked batches X (K, B, in_dim),
     Y (K, B) of the K present ``clients`` and returns the
     mean training loss at the round's starting point."""
     lr = DEFAULT_CLIENT_LR[method] if client_lr is None else client_lr
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {list(OPTIMIZERS)}, got {optimizer!r}")
+    if optimizer == "adamw" and method not in ADAMW_METHODS:
+        raise ValueError(f"optimizer 'adamw' is supported for methods {list(ADAMW_METHODS)}, got method {method!r}")
     kw = dict(n_perturbations=n_perturbations, mu=mu, server_lr=server_lr, client_lr=lr, momentum=momentum,
-              rng=rng, ledger=ledger)
+              rng=rng, ledger=ledger, optimizer=optimizer, weight_decay=weight_decay)
     if method == "hosfl":
         return _HOSFL(s, track_alignment=track_alignment, **kw)
     if method == "frozen":
@@ -359,7 +384,8 @@ def make_stepper(method, s: Setup, *, n_perturbations=5, mu=1e-3, server_lr=0.05
 def run_split_training(method, *, rounds, n_clients=10, partition="iid", dirichlet_alpha=0.1, batch_size=32,
                        init="random", n_perturbations=5, mu=1e-3, server_lr=0.05, client_lr=None, momentum=0.9,
                        tau=1, mu_splitfed_tau=5, eval_every=10, stragglers=None, seed=0, dtype="float32",
-                       model_kwargs=None) -> dict:
+                       model_kwargs=None, optimizer="sgd", weight_decay=0.01, straggler_fraction=0.0,
+                       dataset="digits", dataset_kwargs=None, track_alignment=True) -> dict:
     """Train the split MLP on Digits with ``method`` for ``rounds`` rounds (full participation).
 
     Each round every present client draws ``batch_size`` of its indices (``shared.fed.draw_batch``); batches,
@@ -368,7 +394,12 @@ def run_split_training(method, *, rounds, n_clients=10, partition="iid", dirichl
     ``stragglers`` ({client: (first_absent_round, last_absent_round)}, hosfl only): the client skips those
     rounds, then replays the logged (seeds, vbar, mu) with :func:`papers.hosfl.hybrid.replay_client` and the
     run records max |replayed - live| as ``replay_error``. ``model_kwargs`` (e.g. ``cut_dim``, ``hidden_dim``)
-    go to :class:`papers.hosfl.model.SplitMLP` (width sweeps).
+    go to :class:`papers.hosfl.model.SplitMLP` (width sweeps). ``optimizer`` "sgd" (momentum) or "adamw"
+    (torch's AdamW with ``weight_decay`` on both sides; methods sfl_fo, hosfl, frozen). ``straggler_fraction``
+    (hosfl only): each round round(fraction N) clients, drawn from their own stream, are absent; a client
+    replays the rounds it missed when it is next present (and at the end), and the catch-up download
+    (P seeds and P scalars per missed round) is booked in ``seeds.down`` and ``weights.down``. ``dataset``
+    "digits" or "synthetic" (``make_classification``, options in ``dataset_kwargs``).
 
     Returns a dict: ``round`` and ``test_accuracy`` (every ``eval_every`` rounds), ``train_loss`` (per round),
     ``bytes`` (category -> per-round totals), ``final_acc``, ``rounds_to_90``, ``client_vector`` (final),
@@ -398,6 +429,21 @@ def run_split_training(method, *, rounds, n_clients=10, partition="iid", dirichl
     stragglers = dict(stragglers or {})
     if stragglers and method != "hosfl":
         raise ValueError(f"stragglers are only supported for method 'hosfl', got method {method!r}")
+    straggler_fraction = float(straggler_fraction)
+    if not 0 <= straggler_fraction < 1:
+        raise ValueError(f"straggler_fraction must lie in [0, 1), got {straggler_fraction!r}")
+    if straggler_fraction > 0 and method != "hosfl":
+        raise ValueError(f"straggler_fraction is only supported for method 'hosfl', got method {method!r}")
+    if stragglers and straggler_fraction > 0:
+        raise ValueError("give either stragglers or straggler_fraction, not both")
+    n_absent = int(round(straggler_fraction * n_clients))
+    if straggler_fraction > 0 and n_absent >= n_clients:
+        raise ValueError(f"straggler_fraction {straggler_fraction} leaves no client present among {n_clients}")
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {list(OPTIMIZERS)}, got {optimizer!r}")
+    weight_decay = _check_pos(weight_decay, "weight_decay", allow_zero=True)
+    if dataset not in DATASETS:
+        raise ValueError(f"dataset must be one of {list(DATASETS)}, got {dataset!r}")
     for c, span in stragglers.items():
         if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 0 <= c < n_clients:
             raise ValueError(f"stragglers names client {c!r}, outside 0..{n_clients - 1}")
@@ -405,24 +451,29 @@ def run_split_training(method, *, rounds, n_clients=10, partition="iid", dirichl
             raise ValueError(f"stragglers[{c}] must be (first_absent_round, last_absent_round), got {span!r}")
 
     s = Setup(n_clients=n_clients, partition=partition, dirichlet_alpha=dirichlet_alpha, init=init, seed=seed,
-              dtype=dtype, model_kwargs=model_kwargs)
+              dtype=dtype, model_kwargs=model_kwargs, dataset=dataset, dataset_kwargs=dataset_kwargs)
     ledger = ByteLedger()
     stepper = make_stepper(method, s, n_perturbations=n_perturbations, mu=mu, server_lr=server_lr,
                            client_lr=client_lr, momentum=momentum, tau=tau, mu_splitfed_tau=mu_splitfed_tau,
-                           n_clients=n_clients, rng=seeding.generator(seed, "perturb"), ledger=ledger)
+                           n_clients=n_clients, rng=seeding.generator(seed, "perturb"), ledger=ledger,
+                           track_alignment=track_alignment, optimizer=optimizer, weight_decay=weight_decay)
     batch_rng = seeding.generator(seed, "batches")
+    absent_rng = seeding.generator(seed, "stragglers") if n_absent else None
     eval_rounds, acc, losses = [], [], []
-    held, replay_errors = {}, {}
+    held, replay_errors, n_rejoins, n_replayed = {}, {}, [0], [0]
     for t in range(rounds):
+        if n_absent:
+            absent = set(int(k) for k in sample_clients(n_clients, n_absent, absent_rng))
+        else:
+            absent = {k for k, span in stragglers.items() if span[0] <= t <= span[1]}
         present = []
         for k in range(n_clients):
-            span = stragglers.get(k)
-            if span is not None and span[0] <= t <= span[1]:
-                if t == span[0]:  # leaves holding the synchronised state of the start of round t
-                    held[k] = (stepper.theta_c.copy(), None if stepper.buf is None else stepper.buf.copy(), t)
+            if k in absent:
+                if k not in held:  # leaves holding the synchronised state of the start of round t
+                    held[k] = (stepper.theta_c.copy(), _copy_state(stepper.buf), t)
                 continue
-            if span is not None and t == span[1] + 1:
-                _rejoin(stepper, held.pop(k), k, replay_errors)
+            if k in held:
+                _rejoin(stepper, held.pop(k), k, replay_errors, t, n_rejoins, n_replayed)
             present.append(k)
         if not present:
             raise ValueError(f"round {t} has no participating client")
@@ -435,7 +486,7 @@ def run_split_training(method, *, rounds, n_clients=10, partition="iid", dirichl
             eval_rounds.append(t + 1)
             acc.append(stepper.accuracy())
     for k in list(held):
-        _rejoin(stepper, held.pop(k), k, replay_errors)
+        _rejoin(stepper, held.pop(k), k, replay_errors, rounds - 1, n_rejoins, n_replayed)
     per_round = {c: np.zeros(rounds, dtype=np.int64) for c in CATEGORIES}
     for row in ledger.rows():
         per_round[row["metric"][len("bytes."):]][row["step"]] += row["value"]
@@ -447,14 +498,34 @@ def run_split_training(method, *, rounds, n_clients=10, partition="iid", dirichl
     if method == "hosfl":
         out["alignment"] = np.array(stepper.alignment)
         out["history"] = stepper.history
-    if stragglers:
-        out["replay_error"] = max(replay_errors.values())
+    if stragglers or n_absent:
+        out["replay_error"] = max(replay_errors.values()) if replay_errors else 0.0
         out["replay_errors"] = replay_errors
+        out["n_rejoins"], out["rounds_replayed"] = n_rejoins[0], n_replayed[0]
+        out["catchup_bytes"] = int(stepper.catchup_bytes)
     return out
 
 
-def _rejoin(stepper, state, k, errors):
+def _copy_state(buf):
+    if buf is None:
+        return None
+    if isinstance(buf, tuple):   # AdamW (step, exp_avg, exp_avg_sq)
+        return (buf[0], buf[1].copy(), buf[2].copy())
+    return buf.copy()
+
+
+def _rejoin(stepper, state, k, errors, t, n_rejoins, n_replayed):
+    """Client k, absent since round ``first``, replays the logged rounds first..t-1 (P seeds and P scalars
+    each, booked at round t) and the gap to the live client vector is recorded (max over its rejoins)."""
     theta, buf, first = state
-    replayed, _ = H.replay_client(theta, stepper.history[first:], lr=stepper.client_lr,
-                                  momentum=stepper.momentum, momentum_buffer=buf)
-    errors[k] = float(np.max(np.abs(replayed.astype(np.float64) - stepper.theta_c.astype(np.float64))))
+    missed = stepper.history[first:]
+    replayed, _ = H.replay_client(theta, missed, lr=stepper.client_lr, momentum=stepper.momentum,
+                                  momentum_buffer=buf, optimizer=stepper.optimizer,
+                                  weight_decay=stepper.weight_decay)
+    err = float(np.max(np.abs(replayed.astype(np.float64) - stepper.theta_c.astype(np.float64))))
+    errors[k] = max(err, errors.get(k, 0.0))
+    n_rejoins[0] += 1
+    n_replayed[0] += len(missed)
+    stepper.catchup_bytes += len(missed) * stepper.P * (UINT32_BYTES + FLOAT32_BYTES)
+    stepper.book("seeds.down", len(missed) * stepper.P * UINT32_BYTES, t, [k])
+    stepper.book("weights.down", len(missed) * stepper.P * FLOAT32_BYTES, t, [k])

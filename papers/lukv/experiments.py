@@ -341,11 +341,12 @@ def evaluate(params: dict, ctx: RunContext):
             for rho in params["rhos"]:
                 key = f"rho{int(round(rho * 100))}"
                 for method in params["methods"]:
-                    if method == "full":
-                        continue
+                    if method == "full" or (method == "pyramidkv" and name != primary):
+                        continue   # PyramidKV has its own (SnapKV) scorer: run it once, listed under primary
                     scorer = make_scorer(spec["press"], spec.get("params"))
                     press = make_press(method, scorer, rho, curve=curves[name], n_layers=L, n_kv_heads=G,
-                                       sink=sink, window=window)
+                                       sink=sink, window=window,
+                                       pyramid_window=int(params.get("pyramid_window", 8)))
                     logits, kept = run_compressed(model, press, c, f)
                     acc, kl = recall_accuracy(logits, f, n_q), _kl(full_logits[:, :], logits)
                     metrics["downstream"].setdefault(name, {}).setdefault(key, {})[method] = {
@@ -361,8 +362,6 @@ def evaluate(params: dict, ctx: RunContext):
         "recall_gain_lukv_uniform": ds["lukv"]["recall"] - ds["uniform"]["recall"],
         "kl_ratio_lukv_uniform": ds["lukv"]["kl"] / ds["uniform"]["kl"],
     }
-    # SmolLM2 task metrics (full scale in the spec) are not computed here: null = "not evaluated"
-    metrics["smollm2"] = {"acc_ratio_rho80": None, "scorers_lukv_ge_uniform": None}
     return rows, metrics
 
 
@@ -431,8 +430,15 @@ def perf(params: dict, ctx: RunContext):
     return rows, metrics
 
 
+def smollm2(params: dict, ctx: RunContext):
+    """SmolLM2-135M-Instruct: LU-KV profile and the press comparison on RULER-like tasks (``smollm2.py``)."""
+    from papers.lukv.smollm2 import smollm2 as run
+
+    return run(params, ctx)
+
+
 EXPERIMENTS = {"instances": instances, "train_tiny": train_tiny, "profile": profile, "evaluate": evaluate,
-               "perf": perf}
+               "perf": perf, "smollm2": smollm2}
 
 if __name__ == "__main__":
     main(EXPERIMENTS)

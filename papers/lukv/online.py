@@ -11,7 +11,7 @@ import numpy as np
 
 __all__ = ["make_lukv_press", "make_press", "record_scores", "run_compressed", "METHODS_ONLINE"]
 
-METHODS_ONLINE = ("full", "uniform", "scorer", "adakv", "streaming", "lukv")
+METHODS_ONLINE = ("full", "uniform", "scorer", "adakv", "streaming", "lukv", "pyramidkv", "criticalkv")
 
 
 def _check_rho(rho) -> float:
@@ -63,9 +63,11 @@ def uniform_curve(n_layers: int, n_kv_heads: int) -> np.ndarray:
 
 
 def make_press(method: str, scorer, rho: float, *, curve=None, n_layers: int, n_kv_heads: int, sink: int = 4,
-               window: int = 1, adakv_alpha: float = 0.20):
-    """The press of one online method (None for the full cache)."""
-    from kvpress import AdaKVPress, StreamingLLMPress
+               window: int = 1, adakv_alpha: float = 0.20, pyramid_window: int = 64):
+    """The press of one online method (None for the full cache). ``pyramidkv`` (SnapKV-based, its own
+    scorer: ``scorer`` is ignored) uses an observation window of ``pyramid_window`` tokens; ``criticalkv`` is
+    ``CriticalAdaKVPress(scorer, alpha_safeguard=adakv_alpha)``."""
+    from kvpress import AdaKVPress, CriticalAdaKVPress, PyramidKVPress, StreamingLLMPress
 
     rho = _check_rho(rho)
     if method == "full" or rho == 0:
@@ -86,6 +88,16 @@ def make_press(method: str, scorer, rho: float, *, curve=None, n_layers: int, n_
         return AdaKVPress(press=scorer, alpha_safeguard=adakv_alpha)
     if method == "streaming":
         return StreamingLLMPress(compression_ratio=rho, n_sink=sink)
+    if method == "pyramidkv":
+        if isinstance(pyramid_window, bool) or int(pyramid_window) != pyramid_window or pyramid_window < 1:
+            raise ValueError(f"pyramid_window must be a positive integer, got {pyramid_window!r}")
+        return PyramidKVPress(compression_ratio=rho, window_size=int(pyramid_window))
+    if method == "criticalkv":
+        _check_scorer(scorer)
+        scorer.compression_ratio = rho
+        if hasattr(scorer, "use_vnorm"):   # CriticalKV weighs by the projected value norm itself (kvpress warns)
+            scorer.use_vnorm = False
+        return CriticalAdaKVPress(press=scorer, alpha_safeguard=adakv_alpha)
     raise ValueError(f"method must be one of {METHODS_ONLINE}, got {method!r}")
 
 
@@ -108,7 +120,7 @@ def _scorer_recorder():
 
         def compress(self, module, hidden_states, keys, values, attentions, kwargs):
             s = self.scorer.score(module, hidden_states, keys, values, attentions, kwargs)
-            self.scores[int(module.layer_idx)] = s.detach().double().numpy()
+            self.scores[int(module.layer_idx)] = s.detach().double().cpu().numpy()
             return keys, values
 
     return _Recorder
@@ -123,14 +135,16 @@ def record_scores(model, scorer, context_ids) -> np.ndarray:
     _check_online_model(model)
     rec = _scorer_recorder()(scorer=scorer)
     with torch.no_grad(), rec(model):
-        model(input_ids=context_ids, past_key_values=DynamicCache(), use_cache=True)
+        model(input_ids=context_ids, past_key_values=DynamicCache(), use_cache=True, logits_to_keep=1)
     return np.stack([rec.scores[l] for l in range(len(model.model.layers))], axis=1)
 
 
-def run_compressed(model, press, context_ids, future_ids):
+def run_compressed(model, press, context_ids, future_ids, logit_positions=None):
     """Prefill the context under ``press`` (None: full cache), then run the future window teacher-forced
     on the compressed cache; returns logits over the future positions (batch, K, V) and the mean kept
-    fraction of context keys (1 - evicted / (L*G*T))."""
+    fraction of context keys (1 - evicted / (L*G*T)). With ``logit_positions`` (sorted future indices) only
+    those positions' logits are computed and returned (batch, len(logit_positions), V); the other steps run
+    the decoder without the LM head (same cache)."""
     import torch
     from transformers import DynamicCache
 
@@ -139,11 +153,11 @@ def run_compressed(model, press, context_ids, future_ids):
     cache = DynamicCache()
     layers = [layer.self_attn for layer in model.model.layers]
     with torch.no_grad():
-        if press is None:
-            model(input_ids=context_ids, past_key_values=cache, use_cache=True)
+        if press is None:   # prefill logits are not used: compute only the last position's
+            model(input_ids=context_ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
         else:
             with press(model):
-                model(input_ids=context_ids, past_key_values=cache, use_cache=True)
+                model(input_ids=context_ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
         n_kv = model.config.num_key_value_heads
         total = len(layers) * n_kv * seq_len * context_ids.shape[0]
         evicted = 0
@@ -155,11 +169,21 @@ def run_compressed(model, press, context_ids, future_ids):
                 evicted += int(masked[0].numel())
         # one future token per forward pass: kvpress masks evicted keys with a fake key found per KV head
         # from the current queries, which always exists for one query position (see README Deviations)
+        n_future = future_ids.shape[1]
+        if logit_positions is None:
+            wanted = set(range(n_future))
+        else:
+            wanted = {int(k) for k in logit_positions}
+            if not wanted or min(wanted) < 0 or max(wanted) >= n_future:
+                raise ValueError(f"logit_positions must be non-empty indices in [0, {n_future}), "
+                                 f"got {list(logit_positions)!r}")
         steps = []
-        for k in range(future_ids.shape[1]):
-            pos = torch.full((future_ids.shape[0], 1), seq_len + k, dtype=torch.long)
-            steps.append(model(input_ids=future_ids[:, k:k + 1], past_key_values=cache, position_ids=pos,
-                               use_cache=True).logits)
+        for k in range(n_future):
+            pos = torch.full((future_ids.shape[0], 1), seq_len + k, dtype=torch.long, device=future_ids.device)
+            call = model if k in wanted else model.model
+            out = call(input_ids=future_ids[:, k:k + 1], past_key_values=cache, position_ids=pos, use_cache=True)
+            if k in wanted:
+                steps.append(out.logits)
         logits = torch.cat(steps, dim=1)
         for attn in layers:
             attn.masked_key_indices = None

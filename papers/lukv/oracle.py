@@ -69,12 +69,12 @@ def extract_oracle(model, context_ids, future_ids) -> np.ndarray:
     seq_len = context_ids.shape[1]
     ids = torch.cat([context_ids, future_ids], dim=1)
     with torch.no_grad():
-        out = model(input_ids=ids, output_attentions=True, use_cache=True)
+        out = model(input_ids=ids, output_attentions=True, use_cache=True, logits_to_keep=1)
     cache = out.past_key_values
     result = []
     for l, layer in enumerate(model.model.layers):
-        A = out.attentions[l][:, :, seq_len:, :seq_len].double().numpy()
-        V = cache.layers[l].values[:, :, :seq_len].double().numpy()
-        W = layer.self_attn.o_proj.weight.detach().double().numpy()
+        A = out.attentions[l][:, :, seq_len:, :seq_len].double().cpu().numpy()
+        V = cache.layers[l].values[:, :, :seq_len].double().cpu().numpy()
+        W = layer.self_attn.o_proj.weight.detach().double().cpu().numpy()
         result.append(np.stack([oracle_importance(A[b], V[b], W) for b in range(ids.shape[0])]))
     return np.stack(result, axis=1)

@@ -14,7 +14,7 @@ from shared.results import atomic_write_text, read_arrays, read_metrics, read_ti
 
 __all__ = ["make_figures"]
 
-METHODS = ["full", "uniform", "scorer", "adakv", "streaming", "lukv", "oracle"]
+METHODS = ["full", "uniform", "scorer", "adakv", "streaming", "lukv", "oracle", "pyramidkv", "criticalkv"]
 COLORS = method_colors(METHODS)
 
 
@@ -49,11 +49,17 @@ def _profile(results: Path, out: Path) -> None:
     name = sorted(m["spearman_ab"])[0] if "expected_attention" not in m["spearman_ab"] else "expected_attention"
     A = np.load(results / "profile" / f"curve_{name}_A.npy")
     B = np.load(results / "profile" / f"curve_{name}_B.npy")
-    fig, axes = new_figure()
-    im = axes[0, 0].imshow(A[79], cmap="viridis", vmin=0, vmax=1, aspect="auto")
-    axes[0, 0].set_xlabel("KV head"); axes[0, 0].set_ylabel("layer")
-    axes[0, 0].set_title(f"tiny model, prune ratio Phi(0.8), scorer {name}")
-    fig.colorbar(im, ax=axes[0, 0])
+    smol = _smollm2_metrics(results)
+    smol_curve = results / "smollm2" / f"curve_{name}.npy"
+    panels = [("tiny model", A)]
+    if smol is not None and smol_curve.exists():
+        panels.append((f"SmolLM2 ({smol['L']} layers)", np.load(smol_curve)))
+    fig, axes = new_figure(ncols=len(panels))
+    for ax, (label, curve) in zip(axes[0], panels):
+        im = ax.imshow(curve[79], cmap="viridis", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+        ax.set_xlabel("KV head"); ax.set_ylabel("layer")
+        ax.set_title(f"{label}, prune ratio Phi(0.8), {name}", fontsize=8)
+        fig.colorbar(im, ax=ax)
     save_figure(fig, out / "budget_heatmap.png")
     fig, axes = new_figure()
     axes[0, 0].plot(A[79].ravel(), B[79].ravel(), "o")
@@ -61,6 +67,55 @@ def _profile(results: Path, out: Path) -> None:
     axes[0, 0].set_xlabel("Phi_A(0.8)"); axes[0, 0].set_ylabel("Phi_B(0.8)")
     axes[0, 0].set_title(f"Spearman = {m['spearman_ab'][name]:.3f}")
     save_figure(fig, out / "profile_ab.png")
+
+
+def _smollm2_metrics(results: Path):
+    """SmolLM2 metrics, or None when the experiment is absent or had no weights."""
+    path = results / "smollm2" / "metrics.json"
+    if not path.exists():
+        return None
+    m = read_metrics(path)
+    return m if m.get("available") else None
+
+
+def _smollm2_rows(m: dict) -> list:
+    rows = []
+    for task, by in m["tasks"].items():
+        rows.append({"task": f"smollm2/{task}", "scorer": "", "rho": 0.0, "method": "full",
+                     "recall": by["full"]["acc"], "kl": 0.0, "kept": 1.0})
+        for scorer, by_rho in by.items():
+            if scorer == "full":
+                continue
+            for key, by_method in by_rho.items():
+                for method, v in by_method.items():
+                    rows.append({"task": f"smollm2/{task}", "scorer": scorer if scorer != "none" else "",
+                                 "rho": int(key[3:]) / 100, "method": method, "recall": v["acc"], "kl": v["kl"],
+                                 "kept": v["kept"]})
+    return rows
+
+
+def _smollm2_panel(ax, m: dict, metric: str) -> None:
+    """Task-mean SmolLM2 accuracy (or KL) at each rho, one marker per (method, scorer)."""
+    table = {}
+    for task, by in m["tasks"].items():
+        for scorer, by_rho in by.items():
+            if scorer == "full":
+                continue
+            for key, by_method in by_rho.items():
+                for method, v in by_method.items():
+                    table.setdefault((method, scorer), {}).setdefault(int(key[3:]) / 100, []).append(v[metric])
+    markers = ["o", "s", "^", "D"]
+    scorers = sorted({s for _, s in table})
+    for (method, scorer), by_rho in sorted(table.items()):
+        rhos = sorted(by_rho)
+        ax.plot(rhos, [np.mean(by_rho[r]) for r in rhos], marker=markers[scorers.index(scorer) % 4], ls="-",
+                color=COLORS.get(method, "k"), label=f"{method} / {scorer}" if scorer != "none" else method)
+    if metric == "acc":
+        ax.axhline(np.mean(list(m["full_acc"].values())), color=COLORS["full"], ls="--", label="full")
+    ax.set_title(f"SmolLM2 ({m['context_len']} tokens), task mean", fontsize=8)
+    ax.set_xlabel("compression ratio rho"); ax.set_ylabel("exact-match accuracy" if metric == "acc" else
+                                                          "KL(full || compressed), answer tokens")
+    ax.legend(fontsize=5)
 
 
 def _evaluate(results: Path, out: Path) -> None:
@@ -78,7 +133,10 @@ def _evaluate(results: Path, out: Path) -> None:
     scorers = sorted(ds.scorer.dropna().unique())
     for metric, fname, ylabel in (("recall", "accuracy_vs_rho.png", "recall accuracy"),
                                   ("kl", "kl_vs_rho.png", "KL(full || compressed)")):
-        fig, axes = new_figure(ncols=len(scorers))
+        smol = _smollm2_metrics(results)
+        fig, axes = new_figure(ncols=len(scorers) + (smol is not None))
+        if smol is not None:
+            _smollm2_panel(axes[0, -1], smol, "acc" if metric == "recall" else "kl")
         for ax, scorer in zip(axes[0], scorers):
             sub = ds[(ds.metric == metric) & (ds.scorer == scorer)]
             for method in METHODS:
@@ -96,14 +154,18 @@ def _evaluate(results: Path, out: Path) -> None:
             for method, vals in by_method.items():
                 rows.append({"task": "kv_recall", "scorer": scorer, "rho": int(key[3:]) / 100, "method": method,
                              "recall": vals["recall"], "kl": vals["kl"], "kept": vals["kept"]})
+    smol = _smollm2_metrics(results)
+    if smol is not None:
+        rows += _smollm2_rows(smol)
     frame = pd.DataFrame(rows)
     from shared.results import atomic_path
 
     with atomic_path(out / "downstream.csv") as tmp:
         frame.to_csv(tmp, index=False)
     write_markdown_table(frame, out / "downstream.md",
-                         title=f"Downstream on held-out KV recall (full-cache recall {m['recall_full']:.3f}); "
-                               "kept = fraction of context keys kept")
+                         title=f"Downstream on held-out KV recall (full-cache recall {m['recall_full']:.3f}) and "
+                               "the SmolLM2 tasks (task smollm2/*: recall = exact-match accuracy, KL over the "
+                               "answer tokens); kept = fraction of context keys kept")
 
 
 def _performance(results: Path, out: Path) -> None:

@@ -22,11 +22,18 @@ __all__ = ["EXPERIMENTS"]
 
 
 def _torch(threads: int = 1):
+    import os
+
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS (CUDA runs)
     import torch
 
     torch.set_num_threads(threads)
     torch.use_deterministic_algorithms(True)
     return torch
+
+
+def _gram(J):
+    return J @ J.T
 
 
 def _lr_key(lr: float) -> str:
@@ -189,7 +196,7 @@ def digits(params: dict, ctx: RunContext):
 
                 run = finetune(net, lambda m: m(xt[:n_tr]), eval64, labels[:n_tr], float(lr), T_max, ck, T0,
                                drift_T=params["drift_T"],
-                               drift_jac=lambda m: per_example_jacobian(m, x[:n_tr], chunk_size=64))
+                               drift_kernel=lambda m: _gram(per_example_jacobian(m, x[:n_tr], chunk_size=64)))
                 res = compare(J, n_tr, f0[:n_tr], f0[n_tr:], labels[:n_tr], labels[n_tr:], run, float(lr), ck,
                               base=base)
                 res.update(alignment=align, probe_acc=probe)
@@ -228,6 +235,9 @@ def digits(params: dict, ctx: RunContext):
 def minilm(params: dict, ctx: RunContext):
     """MiniLM testbed: the last FFN block + head fine-tuned on VADER words (sentiment vs parity)."""
     torch = _torch()
+    device = _device(params)  # the frozen encoder pass stays on the CPU; the top, Jacobians and Adam use device
+    if device.startswith("cuda"):
+        torch.use_deterministic_algorithms(True, warn_only=True)
     from papers.oak.models import MiniLMTop, load_encoder, minilm_features, pack_tokens
 
     ck = _check_common(params)
@@ -235,40 +245,40 @@ def minilm(params: dict, ctx: RunContext):
     words, means = D.vader_words()
     t0 = time.perf_counter()
     tokenizer, encoder = load_encoder(params["encoder"], seed=ctx.seed)
-    ctx.record(load_s=round(time.perf_counter() - t0, 2))
+    ctx.record(load_s=round(time.perf_counter() - t0, 2), device=device)
     n_tr, n_te = int(params["n_train"]), int(params["n_test"])
-    rows, runs, by_group = [], {}, {}
+    rows, runs, by_group, mb_by_group = [], {}, {}, {}
     recon_err = 0.0
     for seed in params["seeds"]:
         idx = D.sample_words(len(words), n_tr, n_te, ctx.generator("words", str(seed)))
         ws = [words[i] for i in idx]
         a, mask, hidden = minilm_features(tokenizer, encoder, ws)
-        proto = MiniLMTop(encoder, seed=int(seed))
+        proto = MiniLMTop(encoder, seed=int(seed)).to(device)
         with torch.no_grad():
-            z = proto.tokens(a)
+            z = proto.tokens(a.to(device)).cpu()
             recon_err = max(recon_err, float((z - hidden).abs()[mask.bool()].max()))
         a_flat, seg = pack_tokens(a, mask)
-        a64, mask64 = a.double(), mask.double()
+        a64, mask64 = a.double().to(device), mask.double().to(device)
         J = per_example_jacobian(proto, (a.numpy(), mask.numpy()), chunk_size=int(params["chunk_size"]))
         J_tr, J_te = J[:n_tr], J[n_tr:]
         with torch.no_grad():
-            p64 = MiniLMTop(encoder, seed=int(seed)).double()
-            f0 = p64(a64, mask64).numpy()
+            p64 = MiniLMTop(encoder, seed=int(seed)).double().to(device)
+            f0 = p64(a64, mask64).cpu().numpy()
             feats = ((hidden * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True)).numpy()
         base = {}
         tr_flat = seg < n_tr
-        a_tr_flat, seg_tr = a_flat[tr_flat], seg[tr_flat]
+        a_tr_flat, seg_tr = a_flat[tr_flat].to(device), seg[tr_flat].to(device)
         for task in params["tasks"]:
             y = D.word_labels(ws, means[idx], task)
             align = kernel_alignment(J_tr @ J_tr.T, y[:n_tr])
             probe = _probe(feats[:n_tr], y[:n_tr], feats[n_tr:], y[n_tr:])
             for lr in params["lrs"][task]:
                 lr = float(lr)
-                net = MiniLMTop(encoder, seed=int(seed))
+                net = MiniLMTop(encoder, seed=int(seed)).to(device)
 
                 def eval64(net64):
                     with torch.no_grad():
-                        f = net64(a64, mask64).numpy()
+                        f = net64(a64, mask64).cpu().numpy()
                     return f[:n_tr], f[n_tr:]
 
                 # drift: every drift_T at the largest sentiment lr, T_max at the smallest (claim b), none else
@@ -276,8 +286,8 @@ def minilm(params: dict, ctx: RunContext):
                     if task == "sentiment" else []
                 run = finetune(net, lambda m: m.forward_flat(a_tr_flat, seg_tr, n_tr), eval64, y[:n_tr], lr, T_max,
                                ck, T0, drift_T=drift_T,
-                               drift_jac=lambda m: per_example_jacobian(m, (a[:n_tr].numpy(), mask[:n_tr].numpy()),
-                                                                        chunk_size=int(params["chunk_size"])))
+                               drift_kernel=lambda m: _gram(per_example_jacobian(m, (a[:n_tr].numpy(), mask[:n_tr].numpy()),
+                                                                        chunk_size=int(params["chunk_size"]))))
                 res = compare(J, n_tr, f0[:n_tr], f0[n_tr:], y[:n_tr], y[n_tr:], run, lr, ck, base=base)
                 res.update(alignment=align, probe_acc=probe)
                 group = f"{task}_{_lr_key(lr)}"
@@ -289,6 +299,18 @@ def minilm(params: dict, ctx: RunContext):
                     write_arrays(ctx.out_dir / "scatter_sentiment.npz", f_ft=run["f_test"][T_max],
                                  f_oak=res["pred_e1_T"])
                 ctx.log(f"seed {seed} {group}: relerr E1 {[round(v, 3) for v in res['relerr']['oak_e1']]}")
+                if task in _mb_tasks(params):  # mini-batch run on the same words (E2 mini-batch formula)
+                    B = int(params["minibatch"]["B"])
+                    batches = _minibatches(ctx.generator("batches", str(seed), task, _lr_key(lr)), n_tr, B, T_max)
+                    net = MiniLMTop(encoder, seed=int(seed)).to(device)
+                    run = finetune(net, lambda m: m.forward_flat(a_tr_flat, seg_tr, n_tr), eval64, y[:n_tr], lr,
+                                   T_max, ck, T0, batches=batches)
+                    res = compare(J, n_tr, f0[:n_tr], f0[n_tr:], y[:n_tr], y[n_tr:], run, lr, ck, base=base,
+                                  batches=batches)
+                    res.update(alignment=align, probe_acc=probe)
+                    mb_group = f"{group}_B{B}"
+                    mb_by_group.setdefault(mb_group, []).append(res)
+                    rows += _rows(mb_group, int(seed), res, ck, task=task, lr=lr, batch=B)
     summary = _summarise(runs, ck, by_group)
     seeds = [int(s) for s in params["seeds"]]
     lo = f"sentiment_{_lr_key(min(map(float, params['lrs']['sentiment'])))}"
@@ -321,7 +343,151 @@ def minilm(params: dict, ctx: RunContext):
                     "lr_ratio_T_max": float(np.median([runs[(hi, s)]["drift"][T_max] for s in seeds]) /
                                             np.median([runs[(lo, s)]["drift"][T_max] for s in seeds]))}
     out["encoder"] = params["encoder"]
+    out["minibatch"] = _minibatch_summary(mb_by_group, ck)
     return rows, {"minilm": out}
+
+
+def _mb_tasks(params):
+    mb = params.get("minibatch")
+    return list(mb["tasks"]) if mb else []
+
+
+def _minibatches(rng, n: int, B: int, steps: int):
+    """One batch of B distinct training indices per step (drawn without replacement within a step)."""
+    if not 1 <= B <= n:
+        raise ValueError(f"minibatch B must lie in [1, n_train = {n}], got {B}")
+    return [np.sort(rng.choice(n, B, replace=False)) for _ in range(steps)]
+
+
+def _minibatch_summary(mb_by_group, ck):
+    """Median relerr per method at T = 1 and T_max for the mini-batch groups ({} when none ran)."""
+    out = {}
+    for group, res_list in mb_by_group.items():
+        med = {}
+        for m in METHODS:
+            arr = np.array([r["relerr"][m] for r in res_list])
+            arr = np.minimum(np.where(np.isfinite(arr), arr, CLIP), CLIP)
+            med[m] = {f"T{ck[0]}": float(np.median(arr[:, 0])), f"T{ck[-1]}": float(np.median(arr[:, -1]))}
+        out[group] = {"relerr": med, "agreement_T_max": float(np.median([r["agreement"]["oak_e1"][-1]
+                                                                          for r in res_list]))}
+    return out
+
+
+# ------------------------------------------------------------------------------------------- minilm_encoder
+def _device(params) -> str:
+    """The torch device of a run: the environment variable OAK_DEVICE overrides params["device"] (default
+    "cpu"); "auto" means CUDA when available."""
+    import os
+
+    from papers.oak.kernels import resolve_device
+
+    return resolve_device(os.environ.get("OAK_DEVICE") or params.get("device", "cpu"))
+
+
+def minilm_encoder(params: dict, ctx: RunContext):
+    """Full-encoder fine-tuning (specification, full scale): every transformer layer of the encoder plus a head
+    trains; kernels are built blockwise (one parameter block's Jacobian at a time), J @ v by forward-mode
+    products. Full batch and, with ``minibatch``, mini-batch runs (E2 mini-batch formula)."""
+    import copy
+
+    torch = _torch()
+    device = _device(params)
+    if device.startswith("cuda"):
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    from papers.oak.kernels import blockwise_kernels, jacobian_vector_rows, parameter_blocks
+    from papers.oak.models import MiniLMEncoder, load_encoder
+    from papers.oak.testbed import BlockJacobian
+
+    ck = _check_common(params)
+    T_max, T0 = int(params["T_max"]), int(params["T0"])
+    chunk, max_block = int(params["chunk_size"]), int(params["max_block"])
+    words, means = D.vader_words()
+    tokenizer, encoder = load_encoder(params["encoder"], seed=ctx.seed)
+    ctx.record(device=device)
+    n_tr, n_te = int(params["n_train"]), int(params["n_test"])
+    rows, runs, by_group, mb_by_group = [], {}, {}, {}
+    check = {}
+    for seed in params["seeds"]:
+        idx = D.sample_words(len(words), n_tr, n_te, ctx.generator("words", str(seed)))
+        ws = [words[i] for i in idx]
+        enc = tokenizer(ws, padding=True, truncation=True, max_length=8, return_tensors="pt")
+        ids, mask = enc["input_ids"], enc["attention_mask"]
+        inputs = (ids.numpy(), mask.numpy())
+        proto = MiniLMEncoder(encoder, seed=int(seed)).to(device)
+        p = int(sum(w.numel() for w in proto.parameters() if w.requires_grad))
+        if not check:  # blockwise kernel and J @ v against the one-shot Jacobian on a few examples
+            c = min(int(params["check_n"]), n_tr + n_te)
+            sub = tuple(x[:c] for x in inputs)
+            Jc = per_example_jacobian(proto, sub, chunk_size=chunk)
+            Pc = ctx.generator("check").uniform(0.5, 2.0, p)
+            Ks, _ = blockwise_kernels(proto, sub, c // 2, {"oak": Pc, "asgd": "sign"}, max_block=max_block,
+                                      chunk_size=chunk)
+            K1 = (Jc * Pc) @ Jc[:c // 2].T
+            K2 = Jc @ np.sign(Jc[:c // 2]).T
+            vec = ctx.generator("check_vec").standard_normal(p)
+            jv = jacobian_vector_rows(proto, sub, vec)
+            check = {"blockwise_vs_oneshot": float(max(np.abs(Ks["oak"] - K1).max() / np.abs(K1).max(),
+                                                       np.abs(Ks["asgd"] - K2).max() / np.abs(K2).max())),
+                     "jvp_vs_oneshot": float(np.abs(jv - Jc @ vec).max() / np.abs(Jc @ vec).max()),
+                     "n_blocks": len(parameter_blocks(proto, max_block=max_block)[0])}
+            del Jc
+        src = BlockJacobian(proto, inputs, chunk_size=chunk, max_block=max_block)
+        ids_d, mask_d = ids.to(device), mask.to(device)
+        with torch.no_grad():
+            f0 = copy.deepcopy(proto).double()(ids_d, mask_d).cpu().numpy()
+            hidden = proto.bert(input_ids=ids_d, attention_mask=mask_d).last_hidden_state.cpu()
+            feats = ((hidden * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True)).numpy()
+        base = {}
+
+        def eval64(net64):
+            with torch.no_grad():
+                f = net64(ids_d, mask_d).cpu().numpy()
+            return f[:n_tr], f[n_tr:]
+
+        def loss_inputs(m):
+            return m(ids_d[:n_tr], mask_d[:n_tr])
+
+        def drift_kernel(m):
+            return blockwise_kernels(m, tuple(x[:n_tr] for x in inputs), n_tr, {"ntk": None}, max_block=max_block,
+                                     chunk_size=chunk)[0]["ntk"]
+
+        for task in params["tasks"]:
+            y = D.word_labels(ws, means[idx], task)
+            probe = _probe(feats[:n_tr], y[:n_tr], feats[n_tr:], y[n_tr:])
+            for lr in map(float, params["lrs"][task]):
+                drift_T = params["drift_T"] if task == "sentiment" else []
+                modes = [None] + ([int(params["minibatch"]["B"])] if task in _mb_tasks(params) else [])
+                for B in modes:
+                    batches = None if B is None else _minibatches(
+                        ctx.generator("batches", str(seed), task, _lr_key(lr)), n_tr, B, T_max)
+                    net = MiniLMEncoder(encoder, seed=int(seed)).to(device)
+                    run = finetune(net, loss_inputs, eval64, y[:n_tr], lr, T_max, ck, T0,
+                                   drift_T=drift_T if B is None else [], drift_kernel=drift_kernel, batches=batches)
+                    res = compare(src, n_tr, f0[:n_tr], f0[n_tr:], y[:n_tr], y[n_tr:], run, lr, ck, base=base,
+                                  batches=batches)
+                    res.update(alignment=kernel_alignment(base["ntk"][:n_tr], y[:n_tr]), probe_acc=probe)
+                    group = f"{task}_{_lr_key(lr)}" + ("" if B is None else f"_B{B}")
+                    (by_group if B is None else mb_by_group).setdefault(group, []).append(res)
+                    if B is None:
+                        runs[(group, int(seed))] = res
+                    rows += _rows(group, int(seed), res, ck, task=task, lr=lr, batch=B or n_tr)
+                    ctx.log(f"seed {seed} {group}: relerr E1 {[round(v, 3) for v in res['relerr']['oak_e1']]}")
+    summary = _summarise(runs, ck, by_group)
+    seeds = [int(s) for s in params["seeds"]]
+    lo = f"sentiment_{_lr_key(min(map(float, params['lrs']['sentiment'])))}"
+    g = summary[lo]["relerr"]
+    lo_groups = [k for k in summary if k.endswith(_lr_key(min(map(float, params["lrs"]["sentiment"]))))]
+    out = {"groups": summary, "checkpoints": ck, "p": p, "n_train": n_tr, "device": device, **check,
+           "first_step": {m: float(np.median([runs[(k, s)]["relerr"][m][0] for k in lo_groups for s in seeds]))
+                          for m in ("oak_e2", "ntk")},
+           "minibatch": _minibatch_summary(mb_by_group, ck), "encoder": params["encoder"]}
+    # the thesis comparisons need a pretrained encoder: null (not evaluated) for the random tiny smoke BERT
+    pretrained = params["encoder"] != "tiny"
+    cmp_T = [t for t in params["compare_T"]]
+    out["oak_vs_ntk"] = {f"T{t}": g["oak_e1"][f"T{t}"] / g["ntk_oracle"][f"T{t}"] for t in cmp_T}
+    out["oak_vs_ntk"]["max"] = max(out["oak_vs_ntk"].values()) if pretrained else None
+    out["agreement_T_max"] = summary[lo]["agreement_T"]["oak_e1"] if pretrained else None
+    return rows, {"minilm_encoder": out}
 
 
 # ------------------------------------------------------------------------------------------- performance
@@ -425,7 +591,8 @@ def performance(params: dict, ctx: RunContext):
     return rows, {"performance": {"agreement": agree, "all_agree_1e-5": ok, "repeats": repeats}}
 
 
-EXPERIMENTS = {"exactness": exactness, "digits": digits, "minilm": minilm, "performance": performance}
+EXPERIMENTS = {"exactness": exactness, "digits": digits, "minilm": minilm, "minilm_encoder": minilm_encoder,
+               "performance": performance}
 
 if __name__ == "__main__":
     raise SystemExit(main(EXPERIMENTS))

@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["per_example_jacobian", "kernel_matrix", "kernel_from_precond", "second_moment_estimate",
-           "KINDS", "BLOCK_COLS"]
+           "blockwise_kernels", "jacobian_vector_rows", "parameter_blocks", "resolve_device", "KINDS",
+           "BLOCK_COLS"]
 
 KINDS = ("oak", "ntk", "asym_signgd")
 BLOCK_COLS = 1 << 17  # columns per block when forming float64 kernels from (possibly float32) Jacobians
@@ -28,7 +29,30 @@ def _as_tuple(inputs):
     return (inputs,)
 
 
-def _to_tensors(inputs, dtype):
+def resolve_device(device="auto") -> str:
+    """"auto" -> "cuda" when a CUDA device is available, else "cpu"; "cpu", "cuda" and "cuda:N" pass through.
+
+    Raises ValueError for another string or for a CUDA device that is not available.
+    """
+    import torch
+
+    if device is None or device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if not isinstance(device, str) or not (device == "cpu" or device == "cuda" or
+                                           (device.startswith("cuda:") and device[5:].isdigit())):
+        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r} was requested but torch reports no CUDA device; use 'cpu' or 'auto'")
+    return device
+
+
+def _model_device(model):
+    for p in model.parameters():
+        return p.device
+    return None
+
+
+def _to_tensors(inputs, dtype, device=None):
     import torch
 
     arrays = _as_tuple(inputs)
@@ -41,6 +65,8 @@ def _to_tensors(inputs, dtype):
             raise ValueError("inputs: every array needs a leading dimension n")
         if t.is_floating_point():
             t = t.to(dtype)
+        if device is not None:
+            t = t.to(device)
         tensors.append(t)
     lead = {int(t.shape[0]) for t in tensors}
     if len(lead) != 1:
@@ -57,7 +83,8 @@ def per_example_jacobian(model, inputs, param_names=None, method: str = "vmap", 
     ``param_names`` (default: the parameters with ``requires_grad``), each tensor flattened in C order.
     ``method="vmap"`` uses ``torch.func.vmap(jacrev(functional_call))`` over chunks of ``chunk_size``
     examples (the PyTorch tutorial's recipe); ``method="loop"`` runs one autograd pass per example.
-    Float arrays are cast to the dtype of the model's parameters; integer arrays (token ids) are kept.
+    Float arrays are cast to the dtype of the model's parameters; integer arrays (token ids) are kept. Inputs
+    are moved to the device of the model's parameters (CPU or CUDA); the result is always a CPU numpy array.
     """
     import torch
     from torch.func import functional_call, jacrev, vmap
@@ -81,12 +108,13 @@ def per_example_jacobian(model, inputs, param_names=None, method: str = "vmap", 
         order = list(named)
         names = sorted(set(names), key=order.index)
     dtype = named[names[0]].dtype
-    tensors = _to_tensors(inputs, dtype)
+    tensors = _to_tensors(inputs, dtype, named[names[0]].device)
     n = int(tensors[0].shape[0])
     p = int(sum(named[k].numel() for k in names))
     if n * p * 8 > max_bytes:
         raise ValueError(f"the float64 Jacobian needs n * p * 8 = {n * p * 8} bytes > max_bytes = {max_bytes}; "
-                         "use a smaller parameter subset (param_names) or blockwise kernels / NTK-vector products")
+                         "use a smaller parameter subset (param_names) or blockwise kernels (blockwise_kernels, "
+                         "one parameter block at a time) / NTK-vector products")
     with torch.no_grad():
         probe = model(*[t[:1] for t in tensors])
     if probe.ndim > 2 or probe.numel() != 1:
@@ -99,7 +127,7 @@ def per_example_jacobian(model, inputs, param_names=None, method: str = "vmap", 
             f = model(*[t[i:i + 1] for t in tensors]).reshape(())
             grads = torch.autograd.grad(f, params, allow_unused=True)
             row = [torch.zeros_like(w) if g is None else g for g, w in zip(grads, params)]
-            out[i] = torch.cat([g.reshape(-1) for g in row]).double().numpy()
+            out[i] = torch.cat([g.reshape(-1) for g in row]).double().cpu().numpy()
         return out
     train = {k: named[k].detach() for k in names}
     frozen = {k: v.detach() for k, v in named.items() if k not in train}
@@ -113,7 +141,7 @@ def per_example_jacobian(model, inputs, param_names=None, method: str = "vmap", 
     for start in range(0, n, int(chunk_size)):
         stop = min(n, start + int(chunk_size))
         blocks = jac(train, *[t[start:stop] for t in tensors])
-        out[start:stop] = torch.cat([blocks[k].reshape(stop - start, -1) for k in names], dim=1).double().numpy()
+        out[start:stop] = torch.cat([blocks[k].reshape(stop - start, -1) for k in names], dim=1).double().cpu().numpy()
     return out
 
 
@@ -217,3 +245,128 @@ def second_moment_estimate(J_train, residual, batch_size=None) -> np.ndarray:
     if batch_size is not None and batch_size < n:
         v = v + sq / batch_size * (n - batch_size) / (n - 1)
     return v
+
+
+def parameter_blocks(model, param_names=None, max_block: int = 1 << 22):
+    """Parameter blocks for :func:`blockwise_kernels`: lists of parameter names in ``named_parameters()`` order
+    (default: the trainable ones), one tensor per block, adjacent small tensors merged up to ``max_block``
+    numbers. Returns (blocks, slices), the slices giving each block's columns in the flattened parameter vector.
+    """
+    named = dict(model.named_parameters())
+    if param_names is None:
+        names = [k for k, v in named.items() if v.requires_grad]
+    else:
+        unknown = [k for k in param_names if k not in named]
+        if unknown:
+            raise ValueError(f"param_names: unknown parameter(s) {unknown[:5]}")
+        order = list(named)
+        names = sorted(set(param_names), key=order.index)
+    if not names:
+        raise ValueError("param_names: the model has no trainable parameters (requires_grad)")
+    if int(max_block) != max_block or max_block < 1:
+        raise ValueError(f"max_block must be an integer >= 1, got {max_block!r}")
+    blocks, cur, size = [], [], 0
+    for k in names:
+        m = named[k].numel()
+        if cur and size + m > max_block:
+            blocks.append(cur)
+            cur, size = [], 0
+        cur.append(k)
+        size += m
+    blocks.append(cur)
+    slices, start = [], 0
+    for b in blocks:
+        m = sum(named[k].numel() for k in b)
+        slices.append(slice(start, start + m))
+        start += m
+    return blocks, slices
+
+
+def blockwise_kernels(model, inputs, n_train: int, preconds: dict, param_names=None, max_block: int = 1 << 22,
+                      chunk_size: int = 32, method: str = "vmap", max_bytes: int = 4 * 2 ** 30):
+    """Kernels K = sum_b J_b diag(P_b) T(J_b[:n_train])^T without ever holding the full Jacobian.
+
+    For each parameter block b (see :func:`parameter_blocks`) the per-example Jacobian J_b (n, p_b) of all
+    ``inputs`` is computed with :func:`per_example_jacobian`, its contribution added to every requested kernel,
+    and discarded. Memory is n * max_block * 8 bytes instead of n * p * 8. ``preconds`` maps a name to
+      - None: the empirical NTK (P = I);
+      - "sign": the asymmetric SignGD kernel J sign(J_train)^T;
+      - an array of length p: the diagonal preconditioner P;
+      - a callable (J_b_train, slice) -> P_b (e.g. the E2 estimate, which is elementwise in the parameters).
+    Returns (kernels, used): kernels[name] (n, n_train) float64; used[name] the full preconditioner (p,) for
+    the callables (None otherwise). The result equals ``kernel_from_precond(J, J[:n_train], ...)`` of the
+    one-shot Jacobian.
+    """
+    blocks, slices = parameter_blocks(model, param_names, max_block)
+    p = slices[-1].stop
+    n_train = int(n_train)
+    kernels, used = {}, {}
+    for name, P in preconds.items():
+        if isinstance(P, str) and P != "sign":
+            raise ValueError(f"preconds[{name!r}]: a string must be 'sign', got {P!r}")
+        if P is None or isinstance(P, str) or callable(P):
+            used[name] = np.empty(p) if callable(P) else None
+        else:
+            P = np.asarray(P, dtype=np.float64)
+            if P.shape != (p,):
+                raise ValueError(f"preconds[{name!r}] must have length p = {p}, got shape {P.shape}")
+            used[name] = None
+    for names, sl in zip(blocks, slices):
+        Jb = per_example_jacobian(model, inputs, param_names=names, method=method, chunk_size=chunk_size,
+                                  max_bytes=max_bytes)
+        if n_train < 1 or n_train > Jb.shape[0]:
+            raise ValueError(f"n_train must lie in [1, n = {Jb.shape[0]}], got {n_train}")
+        Jt = Jb[:n_train]
+        for name, P in preconds.items():
+            if P is None:
+                B = Jt
+            elif isinstance(P, str):
+                B = np.sign(Jt)
+            elif callable(P):
+                Pb = np.asarray(P(Jt, sl), dtype=np.float64).reshape(-1)
+                if Pb.shape != (sl.stop - sl.start,):
+                    raise ValueError(f"preconds[{name!r}] returned {Pb.shape} for a block of {sl.stop - sl.start}")
+                used[name][sl] = Pb
+                B = Jt * Pb
+            else:
+                B = Jt * np.asarray(P, dtype=np.float64)[sl]
+            contrib = Jb @ B.T
+            kernels[name] = contrib if name not in kernels else kernels[name] + contrib
+        del Jb, Jt
+    return kernels, used
+
+
+def jacobian_vector_rows(model, inputs, vec, param_names=None, chunk_size: int = 256) -> np.ndarray:
+    """J(x_i) @ vec for every example (float64, shape (n,)) by forward-mode differentiation (torch.func.jvp),
+    without forming J. ``vec`` is a flat vector over the parameters in ``named_parameters()`` order (default:
+    the trainable ones), like the columns of :func:`per_example_jacobian`."""
+    import torch
+    from torch.func import functional_call, jvp
+
+    blocks, slices = parameter_blocks(model, param_names, max_block=1 << 62)
+    names = blocks[0]
+    named = dict(model.named_parameters())
+    p = slices[0].stop
+    vec = np.asarray(vec, dtype=np.float64).reshape(-1)
+    if vec.shape != (p,):
+        raise ValueError(f"vec must have length p = {p}, got shape {vec.shape}")
+    dtype, device = named[names[0]].dtype, named[names[0]].device
+    tensors = _to_tensors(inputs, dtype, device)
+    primals, tangents, start = {}, {}, 0
+    for k in names:
+        w = named[k]
+        primals[k] = w.detach()
+        tangents[k] = torch.as_tensor(vec[start:start + w.numel()], dtype=dtype, device=device).reshape(w.shape)
+        start += w.numel()
+    frozen = {k: v.detach() for k, v in named.items() if k not in primals}
+    buffers = dict(model.named_buffers())
+    n = int(tensors[0].shape[0])
+    out = np.empty(n)
+    for s in range(0, n, int(chunk_size)):
+        xs = tuple(t[s:s + chunk_size] for t in tensors)
+
+        def f(params):
+            return functional_call(model, ({**frozen, **params}, buffers), xs).reshape(-1)
+
+        out[s:s + chunk_size] = jvp(f, (primals,), (tangents,))[1].double().cpu().numpy()
+    return out

@@ -10,8 +10,8 @@ import numpy as np
 
 import shared.lm  # noqa: F401  (offline flags before transformers is imported)
 
-__all__ = ["encode_sentences", "MiniLMTop", "minilm_features", "tiny_bert", "DigitsMLP", "pretrain_digits",
-           "DigitsFineTune", "pack_tokens"]
+__all__ = ["encode_sentences", "MiniLMTop", "MiniLMEncoder", "minilm_features", "tiny_bert", "DigitsMLP",
+           "pretrain_digits", "DigitsFineTune", "pack_tokens"]
 
 
 def encode_sentences(texts) -> np.ndarray:
@@ -116,8 +116,8 @@ def _make_top(layer, seed: int, dim: int):
 
         def pooled_flat(self, a_flat, seg, n):
             z = self.tokens(a_flat)
-            tot = torch.zeros(n, z.shape[1], dtype=z.dtype).index_add_(0, seg, z)
-            cnt = torch.zeros(n, dtype=z.dtype).index_add_(0, seg, torch.ones_like(seg, dtype=z.dtype))
+            tot = z.new_zeros(n, z.shape[1]).index_add_(0, seg, z)
+            cnt = z.new_zeros(n).index_add_(0, seg, torch.ones_like(seg, dtype=z.dtype))
             return tot / cnt[:, None]
 
         def forward_flat(self, a_flat, seg, n):
@@ -130,6 +130,50 @@ def _make_top(layer, seed: int, dim: int):
 def MiniLMTop(encoder, seed: int):
     """The trainable top of ``encoder`` (a BertModel) with a head drawn from ``seed``."""
     return _make_top(encoder.encoder.layer[-1], seed, encoder.config.hidden_size)
+
+
+def MiniLMEncoder(encoder, seed: int):
+    """Full-encoder fine-tuning model (specification, full scale): a copy of ``encoder`` (a BertModel) whose
+    transformer layers train and whose embeddings and pooler stay frozen, plus a scalar head w ~ N(0, I/d),
+    b = 0 (same draw as :func:`MiniLMTop`). forward(input_ids, mask) = w^T mean_tokens(last_hidden_state) + b.
+
+    The padding mask is passed to the encoder as an additive 4-D float mask, so that the model has no
+    data-dependent control flow and per-example Jacobians can use ``torch.func.vmap``.
+    """
+    import copy
+
+    import torch
+    from torch import nn
+
+    enc = copy.deepcopy(encoder).eval()
+    # eager attention: forward-mode AD (J @ v products) and vmap batching rules exist for its plain ops
+    if hasattr(enc, "set_attn_implementation"):
+        enc.set_attn_implementation("eager")
+    else:
+        enc.config._attn_implementation = "eager"
+    for name, w in enc.named_parameters():
+        w.requires_grad_(name.startswith("encoder."))
+    dim = enc.config.hidden_size
+    head = nn.Linear(dim, 1)
+    gen = torch.Generator().manual_seed(int(seed))
+    with torch.no_grad():
+        head.weight.copy_(torch.randn(1, dim, generator=gen) / dim ** 0.5)
+        head.bias.zero_()
+
+    class _Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bert, self.head = enc, head
+
+        def forward(self, ids, mask):
+            dt = self.head.weight.dtype
+            m = mask.to(dt)
+            add = (1.0 - m)[:, None, None, :] * torch.finfo(dt).min
+            h = self.bert(input_ids=ids.long(), attention_mask=add).last_hidden_state
+            pooled = (h * m.unsqueeze(-1)).sum(1) / m.sum(1, keepdim=True)
+            return self.head(pooled).squeeze(-1)
+
+    return _Encoder()
 
 
 def DigitsMLP(hidden=(256, 256), n_out: int = 5):

@@ -138,14 +138,28 @@ def _table_accuracy(results: Path, out: Path) -> None:
     lines = ["**Test accuracy at T_max (median over seeds)**", "",
              "| testbed | task / group | FT | OAK-E1 | eNTK oracle lr | converged OAK-E1 regression (best lam) | "
              "linear probe |", "|---|---|---|---|---|---|---|"]
-    for name in ("digits", "minilm"):
+    mb_lines = []
+    for name in ("digits", "minilm", "minilm_encoder"):
         m = _load(results, name)
         if m is None:
             continue
+        label = name if name != "minilm_encoder" else f"full encoder ({m['encoder']}, p = {m['p']})"
         for group, g in m["groups"].items():
             a = g["acc"]
-            lines.append(f"| {name} | {group} | {a['ft']:.3f} | {a['oak_e1']:.3f} | {a['ntk_oracle']:.3f} | "
+            lines.append(f"| {label} | {group} | {a['ft']:.3f} | {a['oak_e1']:.3f} | {a['ntk_oracle']:.3f} | "
                          f"{a['krr_best']:.3f} | {g['probe_acc']:.3f} |")
+        for group, g in m.get("minibatch", {}).items():
+            r = g["relerr"]
+            ts = sorted(r["oak_e1"], key=lambda k: int(k[1:]))
+            mb_lines.append(f"| {label} | {group} | " + " | ".join(
+                f"{r[k][t]:.3g}" for t in ts for k in ("oak_e1", "oak_e2", "oak_e3", "ntk_oracle")) +
+                f" | {g['agreement_T_max']:.3f} |")
+    if mb_lines:
+        lines += ["", "**Mini-batch Adam runs: median test relerr vs fine-tuning at T = 1 and T_max** "
+                  "(E2 uses the mini-batch formula)", "",
+                  "| testbed | group | E1 T1 | E2 T1 | E3 T1 | eNTK oracle T1 | E1 T_max | E2 T_max | E3 T_max | "
+                  "eNTK oracle T_max | agreement E1 T_max |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += mb_lines
     atomic_write_text(out / "table_accuracy.md", "\n".join(lines) + "\n")
 
 
@@ -182,6 +196,7 @@ def make_figures(results_dir, out_dir, scale: str) -> None:
         _cumulative(results, out)
         _error_terms(results, out)
         _scatter(results, out)
+    if any((results / n / "metrics.json").exists() for n in ("digits", "minilm", "minilm_encoder")):
         _table_accuracy(results, out)
     if (results / "performance" / "metrics.json").exists():
         _table_perf(results, out)

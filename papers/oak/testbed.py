@@ -13,10 +13,11 @@ import copy
 import numpy as np
 
 from papers.oak.dynamics import ORACLE_MULTIPLIERS, dynamics_multi_lr
-from papers.oak.kernels import kernel_from_precond, second_moment_estimate
+from papers.oak.kernels import (blockwise_kernels, jacobian_vector_rows, kernel_from_precond,
+                                second_moment_estimate)
 from papers.oak.metrics import kernel_drift, relerr_columns
 
-__all__ = ["finetune", "compare", "converged_kernel_regression", "METHODS", "CLIP", "KRR_LAMBDAS"]
+__all__ = ["finetune", "compare", "DenseJacobian", "BlockJacobian", "converged_kernel_regression", "METHODS", "CLIP", "KRR_LAMBDAS"]
 
 KRR_LAMBDAS = (0.0, 1e-6, 1e-4, 1e-2)
 
@@ -43,22 +44,66 @@ CLIP = 1.0e6  # relerr values above (or diverged) are clipped to this in metrics
 def _flat(tensors):
     import torch
 
-    return torch.cat([t.detach().reshape(-1).double() for t in tensors]).numpy()
+    return torch.cat([t.detach().reshape(-1).double() for t in tensors]).cpu().numpy()
 
 
-def finetune(net, loss_inputs, eval64, y_train, lr, T_max, checkpoints, T0, drift_T=(), drift_jac=None,
-             betas=(0.9, 0.999), eps=1e-8):
-    """Full-batch Adam on (f - y)^2 / 2; returns predictions and optimizer statistics per checkpoint.
+class DenseJacobian:
+    """The Jacobian J (rows: training points first, then test points) held in memory."""
+
+    def __init__(self, J):
+        self.J = np.asarray(J)
+
+    def kernels(self, preconds, n_train):
+        J_train = self.J[:n_train]
+        out, used = {}, {}
+        for name, P in preconds.items():
+            used[name] = None
+            if callable(P):
+                P = used[name] = np.asarray(P(J_train, slice(0, self.J.shape[1])), dtype=np.float64)
+            if isinstance(P, str):
+                out[name] = kernel_from_precond(self.J, J_train, sign_train=True)
+            else:
+                out[name] = kernel_from_precond(self.J, J_train, precond=P)
+        return out, used
+
+    def rows_dot(self, vec, start):
+        return self.J[start:] @ vec
+
+
+class BlockJacobian:
+    """The Jacobian of ``model`` at its current parameters on ``inputs`` (training rows first), never held
+    whole: kernels by :func:`blockwise_kernels`, J @ v by forward-mode products. For full-encoder runs."""
+
+    def __init__(self, model, inputs, chunk_size=32, max_block=1 << 22):
+        self.model, self.inputs = model, tuple(inputs)
+        self.chunk_size, self.max_block = int(chunk_size), int(max_block)
+
+    def kernels(self, preconds, n_train):
+        return blockwise_kernels(self.model, self.inputs, n_train, preconds, max_block=self.max_block,
+                                 chunk_size=self.chunk_size)
+
+    def rows_dot(self, vec, start):
+        return jacobian_vector_rows(self.model, tuple(x[start:] for x in self.inputs), vec)
+
+
+def finetune(net, loss_inputs, eval64, y_train, lr, T_max, checkpoints, T0, drift_T=(), drift_kernel=None,
+             betas=(0.9, 0.999), eps=1e-8, batches=None):
+    """Adam on (f - y)^2 / 2 (mean over the batch); returns predictions and optimizer statistics per checkpoint.
 
     ``loss_inputs(net)`` gives f(X_train) (float32 tensor); ``eval64(net64)`` gives (f_train, f_test) as
-    float64 numpy arrays from a float64 copy. ``drift_jac(net)`` returns the training-set Jacobian at the
-    current parameters (for the kernel drift at ``drift_T``).
+    float64 numpy arrays from a float64 copy. ``drift_kernel(net)`` returns the training-set NTK at the
+    current parameters (for the kernel drift at ``drift_T``). ``batches``: one index array per step (the
+    loss is the mean over those training points); None means full batch. The network may live on any device.
     """
     import torch
 
     params = [p for p in net.parameters() if p.requires_grad]
     theta0 = _flat(params)
-    y = torch.as_tensor(np.asarray(y_train), dtype=torch.float32)
+    y = torch.as_tensor(np.asarray(y_train), dtype=torch.float32, device=params[0].device)
+    if batches is not None:
+        if len(batches) < T_max:
+            raise ValueError(f"batches must hold one index array per step ({T_max}), got {len(batches)}")
+        batches = [torch.as_tensor(np.asarray(b), dtype=torch.long, device=y.device) for b in batches]
     opt = torch.optim.Adam(params, lr=lr, betas=betas, eps=eps)
     M = [torch.zeros_like(p, dtype=torch.float64) for p in params]
     P_sum = [torch.zeros_like(p, dtype=torch.float64) for p in params]
@@ -68,7 +113,11 @@ def finetune(net, loss_inputs, eval64, y_train, lr, T_max, checkpoints, T0, drif
     for t in range(1, T_max + 1):
         opt.zero_grad()
         f = loss_inputs(net)
-        loss = 0.5 * ((f - y) ** 2).mean()
+        if batches is None:
+            loss = 0.5 * ((f - y) ** 2).mean()
+        else:
+            b = batches[t - 1]
+            loss = 0.5 * ((f[b] - y[b]) ** 2).mean()
         loss.backward()
         opt.step()
         with torch.no_grad():
@@ -85,48 +134,60 @@ def finetune(net, loss_inputs, eval64, y_train, lr, T_max, checkpoints, T0, drif
             out["f_train"][t], out["f_test"][t] = f_tr, f_te
             out["delta"][t] = _flat(params) - theta0
             out["M"][t] = _flat(M)
-        if t in drift_T and drift_jac is not None:
-            Jt = drift_jac(net)
-            out["drift_K"][t] = Jt @ Jt.T
+        if t in drift_T and drift_kernel is not None:
+            out["drift_K"][t] = drift_kernel(net)
     out["P_mean"] = _flat(P_sum) / T_max
     return out
 
 
-def compare(J, n_train, f0_train, f0_test, y_train, y_test, run, lr, checkpoints, base=None, eps=1e-8):
-    """Kernel predictions of one fine-tuning run ``run``; ``J`` stacks the training rows (first ``n_train``)
-    and the test rows. (from :func:`finetune`) and their errors.
+def compare(J, n_train, f0_train, f0_test, y_train, y_test, run, lr, checkpoints, base=None, eps=1e-8,
+            batches=None):
+    """Kernel predictions of one fine-tuning run ``run`` (from :func:`finetune`) and their errors.
 
-    ``base`` caches kernels that do not depend on the run (ntk, asgd, and E2 per residual). Returns a dict
+    ``J`` is the Jacobian at theta_0 with the training rows first (``n_train``) and then the test rows: an
+    array, a :class:`DenseJacobian` or a :class:`BlockJacobian`. ``base`` caches kernels that do not depend
+    on the run (ntk, asgd, and E2 per residual and batch size). ``batches`` (one index array per step, as
+    used by the run) makes the kernel dynamics mini-batch and E2 use the mini-batch formula. Returns a dict
     of per-checkpoint arrays: relerr and agreement per method, accuracies, error terms, oracle multipliers.
     """
     base = {} if base is None else base
-    J_all, n = J, int(n_train)
-    J_train, J_test = J[:n], J[n:]
-
-    def kern(key, **kw):
-        if key not in base:
-            base[key] = kernel_from_precond(J_all, J_train, **kw)
-        return base[key]
-
+    src = J if hasattr(J, "kernels") else DenseJacobian(J)
+    n = int(n_train)
+    B = None if batches is None else int(np.asarray(batches[0]).size)
     resid = np.asarray(f0_train) - np.asarray(y_train)
-    v_e2 = second_moment_estimate(J_train, resid)
-    P = {"oak_e1": 1.0 / (np.sqrt(run["v_hat_T0"]) + eps), "oak_e2": 1.0 / (np.sqrt(v_e2) + eps),
-         "oak_e3": run["P_mean"]}
-    K = {"oak_e1": kernel_from_precond(J_all, J_train, precond=P["oak_e1"]),
-         "oak_e2": kern(("e2", resid.tobytes()), precond=P["oak_e2"]),
-         "oak_e3": kernel_from_precond(J_all, J_train, precond=P["oak_e3"]),
-         "ntk": kern("ntk"), "asgd": kern("asgd", sign_train=True)}
+    e2_key = ("e2", resid.tobytes(), B)
+
+    def e2_precond(J_train, sl):
+        return 1.0 / (np.sqrt(second_moment_estimate(J_train, resid, batch_size=B)) + eps)
+
+    P = {"oak_e1": 1.0 / (np.sqrt(run["v_hat_T0"]) + eps), "oak_e3": run["P_mean"]}
+    need = dict(P)
+    if "ntk" not in base:
+        need["ntk"] = None
+    if "asgd" not in base:
+        need["asgd"] = "sign"
+    if e2_key not in base:
+        need["e2"] = e2_precond
+    Ks, used = src.kernels(need, n)
+    for key in ("ntk", "asgd"):
+        if key in Ks:
+            base[key] = Ks.pop(key)
+    if "e2" in Ks:
+        base[e2_key] = (Ks.pop("e2"), used["e2"])
+    P["oak_e2"] = base[e2_key][1]
+    K = {"oak_e1": Ks["oak_e1"], "oak_e3": Ks["oak_e3"], "oak_e2": base[e2_key][0], "ntk": base["ntk"],
+         "asgd": base["asgd"]}
     steps = max(checkpoints)
     res = {"relerr": {m: [] for m in METHODS}, "agreement": {m: [] for m in METHODS}, "acc": {}, "oracle_c": {},
            "terms": {"lin": [], "eP_e1": [], "eP_e2": [], "total_e1": []}}
     preds = {}
     for key in ("oak_e1", "oak_e2", "oak_e3", "ntk"):
         _, _, ev = dynamics_multi_lr(K[key][:n], K[key][n:], f0_train, f0_test, y_train, [lr], steps,
-                                     checkpoints=checkpoints)
+                                     checkpoints=checkpoints, batches=batches)
         preds[key] = ev[..., 0]
     for key, kk in (("ntk_oracle", "ntk"), ("asgd_oracle", "asgd")):
         _, _, ev = dynamics_multi_lr(K[kk][:n], K[kk][n:], f0_train, f0_test, y_train, lr * ORACLE_MULTIPLIERS,
-                                     steps, checkpoints=checkpoints)
+                                     steps, checkpoints=checkpoints, batches=batches)
         best_pred, best_c = [], []
         for i, t in enumerate(checkpoints):
             errs = relerr_columns(run["f_test"][t], ev[i], f0_test)
@@ -144,11 +205,11 @@ def compare(J, n_train, f0_train, f0_test, y_train, y_test, run, lr, checkpoints
                 e = float(np.linalg.norm(f_ft - pred) / denom)
             res["relerr"][m].append(e if np.isfinite(e) else np.inf)
             res["agreement"][m].append(float(np.mean(np.sign(pred) == np.sign(f_ft))))
-        Jd = J_test @ run["delta"][t]
+        Jd = src.rows_dot(run["delta"][t], n)
         lin = f_ft - (f0_test + Jd)
         res["terms"]["lin"].append(float(np.linalg.norm(lin) / denom))
         for key in ("oak_e1", "oak_e2"):
-            eP = -Jd - lr * (J_test @ (P[key] * run["M"][t]))
+            eP = -Jd - lr * src.rows_dot(P[key] * run["M"][t], n)
             res["terms"]["eP_" + key[-2:]].append(float(np.linalg.norm(eP) / denom))
         res["terms"]["total_e1"].append(res["relerr"]["oak_e1"][-1])
     T = checkpoints[-1]

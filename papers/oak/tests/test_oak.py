@@ -277,3 +277,219 @@ def test_converged_kernel_regression_interpolates_training_points():
     # test points = training points: lam = 0 interpolates y, so the best accuracy is 1
     assert converged_kernel_regression(K, K, f0, f0, y, y) == 1.0
     assert converged_kernel_regression(K, K, f0, f0, y, -y, lambdas=(0.0,)) == 0.0
+
+
+# ------------------------------------------------------------------------------------------- blockwise kernels
+class _Linear2(torch.nn.Module):
+    """f(x) = a^T x[:, :3] + b^T x[:, 3:] + c: linear in theta, so the Jacobian row of x is (x, 1) exactly."""
+
+    def __init__(self, seed=0):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        self.a = torch.nn.Parameter(torch.randn(3, generator=g, dtype=torch.float64))
+        self.b = torch.nn.Parameter(torch.randn(4, generator=g, dtype=torch.float64))
+        self.c = torch.nn.Parameter(torch.zeros((), dtype=torch.float64))
+
+    def forward(self, x):
+        return x[:, :3] @ self.a + x[:, 3:] @ self.b + self.c
+
+
+def _linear_case(n=6, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 7))
+    return _Linear2(seed), X, np.hstack([X, np.ones((n, 1))])  # model, inputs, exact Jacobian
+
+
+def test_parameter_blocks_cover_columns_and_merge():
+    from papers.oak.kernels import parameter_blocks
+
+    model, _, _ = _linear_case()
+    blocks, slices = parameter_blocks(model, max_block=1)
+    assert blocks == [["a"], ["b"], ["c"]]
+    assert [(s.start, s.stop) for s in slices] == [(0, 3), (3, 7), (7, 8)]
+    blocks, slices = parameter_blocks(model, max_block=7)
+    assert blocks == [["a", "b"], ["c"]] and slices[-1].stop == 8
+    assert parameter_blocks(model, max_block=100)[0] == [["a", "b", "c"]]
+    with pytest.raises(ValueError, match="max_block"):
+        parameter_blocks(model, max_block=0)
+    with pytest.raises(ValueError, match="param_names"):
+        parameter_blocks(model, param_names=["nope"])
+
+
+@pytest.mark.parametrize("max_block", [1, 4, 100])
+def test_blockwise_kernels_equal_one_shot_linear_exact(max_block):
+    """For f linear in theta, J = [X, 1]; every blockwise kernel equals the one-shot J P T(J_train)^T."""
+    from papers.oak.kernels import blockwise_kernels, second_moment_estimate
+
+    model, X, J = _linear_case()
+    n_tr = 4
+    P = np.linspace(0.5, 2.0, 8)
+    resid = np.arange(1.0, n_tr + 1)
+
+    def e2(J_train, sl):
+        return 1.0 / (np.sqrt(second_moment_estimate(J_train, resid)) + 1e-8)
+
+    Ks, used = blockwise_kernels(model, X, n_tr, {"ntk": None, "as": "sign", "oak": P, "e2": e2},
+                                 max_block=max_block, chunk_size=3)
+    Jt = J[:n_tr]
+    np.testing.assert_allclose(Ks["ntk"], J @ Jt.T, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(Ks["as"], J @ np.sign(Jt).T, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(Ks["oak"], (J * P) @ Jt.T, rtol=1e-13, atol=1e-13)
+    P_e2 = 1.0 / (np.abs((resid[:, None] * Jt).mean(0)) + 1e-8)  # full batch: v_hat = g^2
+    np.testing.assert_allclose(used["e2"], P_e2, rtol=1e-12)
+    np.testing.assert_allclose(Ks["e2"], (J * P_e2) @ Jt.T, rtol=1e-12)
+    assert used["ntk"] is None and used["oak"] is None
+
+
+def test_blockwise_kernels_equal_one_shot_mlp():
+    """A nonlinear model: the sum over blocks of J_b J_b^T equals the kernel of the one-shot Jacobian."""
+    from papers.oak.kernels import blockwise_kernels
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 1)).double()
+    x = np.random.default_rng(1).standard_normal((9, 5))
+    J = per_example_jacobian(net, x)
+    Ks, _ = blockwise_kernels(net, x, 5, {"ntk": None}, max_block=8)
+    np.testing.assert_allclose(Ks["ntk"], J @ J[:5].T, rtol=1e-12, atol=1e-14)
+
+
+def test_blockwise_kernels_bad_inputs():
+    from papers.oak.kernels import blockwise_kernels
+
+    model, X, _ = _linear_case()
+    with pytest.raises(ValueError, match="preconds"):
+        blockwise_kernels(model, X, 3, {"oak": np.ones(5)})
+    with pytest.raises(ValueError, match="preconds"):
+        blockwise_kernels(model, X, 3, {"x": "abs"})
+    with pytest.raises(ValueError, match="n_train"):
+        blockwise_kernels(model, X, 0, {"ntk": None})
+    with pytest.raises(ValueError, match="max_bytes"):
+        blockwise_kernels(model, X, 3, {"ntk": None}, max_bytes=8)
+
+
+def test_jacobian_vector_rows_linear_exact():
+    from papers.oak.kernels import jacobian_vector_rows
+
+    model, X, J = _linear_case(n=7, seed=2)
+    v = np.random.default_rng(3).standard_normal(8)
+    np.testing.assert_allclose(jacobian_vector_rows(model, X, v, chunk_size=3), J @ v, rtol=1e-12)
+    with pytest.raises(ValueError, match="vec"):
+        jacobian_vector_rows(model, X, np.ones(3))
+
+
+def test_resolve_device(monkeypatch):
+    from papers.oak.kernels import resolve_device
+
+    assert resolve_device("cpu") == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto") == "cpu"
+    with pytest.raises(ValueError, match="cuda"):
+        resolve_device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert resolve_device("auto") == "cuda" and resolve_device("cuda:1") == "cuda:1"
+    for bad in ("gpu", "cuda:x", 3):
+        with pytest.raises(ValueError, match="device"):
+            resolve_device(bad)
+
+
+def test_experiment_device_env_override(monkeypatch):
+    from papers.oak.experiments import _device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.delenv("OAK_DEVICE", raising=False)
+    assert _device({}) == "cpu" and _device({"device": "auto"}) == "cpu"
+    monkeypatch.setenv("OAK_DEVICE", "cuda")
+    with pytest.raises(ValueError, match="cuda"):
+        _device({"device": "cpu"})
+
+
+# ------------------------------------------------------------------------------------------- mini-batch runs
+def test_minibatches_distinct_in_range():
+    from papers.oak.experiments import _minibatches
+
+    bs = _minibatches(np.random.default_rng(0), 10, 4, 6)
+    assert len(bs) == 6 and all(b.size == 4 and np.unique(b).size == 4 and b.min() >= 0 and b.max() < 10
+                                for b in bs)
+    with pytest.raises(ValueError, match="B"):
+        _minibatches(np.random.default_rng(0), 3, 4, 2)
+
+
+def test_finetune_minibatch_first_step_is_sign_of_batch_gradient():
+    """Adam's first step on batch B: delta = -lr g_B / (|g_B| + eps), g_B the batch-mean loss gradient."""
+    from papers.oak.testbed import finetune
+
+    model, X, J = _linear_case(n=8, seed=5)
+    model = model.float()
+    y = np.where(np.arange(8) % 2 == 0, 1.0, -1.0)
+    xt = torch.as_tensor(X, dtype=torch.float32)
+    batches = [np.array([1, 4, 6]), np.array([0, 2, 3])]
+    with torch.no_grad():
+        f0 = model(xt).double().numpy()
+
+    def eval64(net64):
+        with torch.no_grad():
+            f = net64(xt.double()).numpy()
+        return f[:6], f[6:]
+
+    run = finetune(model, lambda m: m(xt), eval64, y, 1e-3, 2, [1, 2], 1, batches=batches)
+    b = batches[0]
+    g = J[b].T @ (f0[b] - y[b]) / b.size
+    np.testing.assert_allclose(run["delta"][1], -1e-3 * g / (np.abs(g) + 1e-8), rtol=1e-4, atol=1e-9)
+    # v_hat after step 1 is g_B^2 (the E2 estimate of that batch)
+    np.testing.assert_allclose(run["v_hat_T0"], g ** 2, rtol=1e-4)
+
+
+def test_compare_blockwise_equals_dense_minibatch():
+    """compare() gives the same errors from the in-memory Jacobian and from the blockwise path (mini-batch)."""
+    from papers.oak.testbed import BlockJacobian, compare, finetune
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 1), torch.nn.Flatten(0))
+    x = np.random.default_rng(2).standard_normal((10, 4))
+    xt = torch.as_tensor(x, dtype=torch.float32)
+    y = np.where(np.arange(6) % 2 == 0, 1.0, -1.0)
+    ck = [1, 3, 6]
+    batches = [np.sort(np.random.default_rng(t).choice(6, 3, replace=False)) for t in range(6)]
+    with torch.no_grad():
+        f0 = net.double()(xt.double()).numpy()
+    net = net.float()
+    proto = __import__("copy").deepcopy(net)
+
+    def eval64(net64):
+        with torch.no_grad():
+            f = net64(xt.double()).numpy()
+        return f[:6], f[6:]
+
+    run = finetune(net, lambda m: m(xt[:6]), eval64, y, 1e-2, 6, ck, 2, batches=batches)
+    J = per_example_jacobian(proto, x)
+    r1 = compare(J, 6, f0[:6], f0[6:], y, -np.ones(4), run, 1e-2, ck, batches=batches)
+    r2 = compare(BlockJacobian(proto, (x,), chunk_size=4, max_block=10), 6, f0[:6], f0[6:], y, -np.ones(4), run,
+                 1e-2, ck, batches=batches)
+    for m in r1["relerr"]:
+        np.testing.assert_allclose(r1["relerr"][m], r2["relerr"][m], rtol=1e-6)
+    for k in r1["terms"]:
+        np.testing.assert_allclose(r1["terms"][k], r2["terms"][k], rtol=1e-4)
+
+
+# ------------------------------------------------------------------------------------------- full encoder
+def test_minilm_encoder_model_tiny_bert():
+    """The full-encoder model: trainable = transformer layers + head; its forward (4-D additive mask) equals
+    mean pooling of BertModel's last_hidden_state with the usual 2-D mask; vmap and loop Jacobians agree."""
+    from papers.oak.models import MiniLMEncoder, tiny_bert
+
+    enc = tiny_bert(200, seed=0)
+    model = MiniLMEncoder(enc, seed=0)
+    ids = torch.tensor([[101, 5, 102, 0], [101, 7, 8, 102], [101, 9, 102, 0]])
+    mask = (ids != 0).long()
+    layer_params = sum(p.numel() for n, p in enc.named_parameters() if n.startswith("encoder."))
+    trainable = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert all(n.startswith("bert.encoder.") or n.startswith("head.") for n in trainable)
+    assert sum(p.numel() for p in model.parameters() if p.requires_grad) == layer_params + 33
+    with torch.no_grad():
+        h = enc(input_ids=ids, attention_mask=mask).last_hidden_state
+        m = mask.unsqueeze(-1).float()
+        ref = model.head((h * m).sum(1) / m.sum(1)).squeeze(-1)
+        assert torch.allclose(model(ids, mask), ref, atol=1e-5)
+    J1 = per_example_jacobian(model, (ids.numpy(), mask.numpy()), chunk_size=2)
+    J2 = per_example_jacobian(model, (ids.numpy(), mask.numpy()), method="loop")
+    np.testing.assert_allclose(J1, J2, rtol=1e-4, atol=1e-6)
