@@ -231,6 +231,17 @@ def _decision_key(div: str, rho: float, cap) -> str:
     return f"{div}_rho{rho:g}_C{_cap_label(cap)}"
 
 
+def _draw_instance(rng, n_data: int, n_items: int, d: int, offer, n_test: int):
+    """One replication's instance, in this order from ``rng``: theta uniform on the unit sphere of R^d, revenues
+    U[1, 10]^N, ``n_data`` observed choices (``make_contextual_data``) and ``n_test`` held-out feature draws."""
+    g = rng.standard_normal(d)
+    theta = g / np.linalg.norm(g)
+    r = rng.uniform(1.0, 10.0, n_items)
+    feats, offered, choices = make_contextual_data(rng, n_data, n_items, d, offer, theta)
+    test = rng.standard_normal((n_test, n_items, d))
+    return theta, r, feats, offered, choices, test
+
+
 def run_sample_complexity(params: dict, ctx: RunContext):
     """Plug-in robust decisions from the MNL MLE: parameter error and decision gap against n.
 
@@ -246,11 +257,8 @@ def run_sample_complexity(params: dict, ctx: RunContext):
     rows = []
     with threadpool_limits(1):
         for rep, rng in enumerate(_rngs(ctx, params["n_reps"], "reps")):
-            g = rng.standard_normal(d)
-            theta = g / np.linalg.norm(g)
-            r = rng.uniform(1.0, 10.0, n_items)
-            feats, offered, choices = make_contextual_data(rng, max(ns), n_items, d, offer, theta)
-            test = rng.standard_normal((int(params["n_test"]), n_items, d))
+            theta, r, feats, offered, choices, test = _draw_instance(rng, max(ns), n_items, d, offer,
+                                                                     int(params["n_test"]))
             v_true = np.exp(test @ theta)
             best = {k: [solve_drao(v, r, rho, div, cap) for v in v_true]
                     for k, (div, rho, cap) in zip(keys, configs)}
@@ -470,11 +478,8 @@ def run_online(params: dict, ctx: RunContext):
     rows = []
     with threadpool_limits(1):
         for rep, rng in enumerate(_rngs(ctx, params["n_reps"], "reps")):
-            g = rng.standard_normal(d)
-            theta = g / np.linalg.norm(g)
-            r = rng.uniform(1.0, 10.0, n_items)
-            feats, offered, choices = make_contextual_data(rng, max(t0.values()), n_items, d, offer, theta)
-            test = rng.standard_normal((int(params["n_test"]), n_items, d))
+            theta, r, feats, offered, choices, test = _draw_instance(rng, max(t0.values()), n_items, d, offer,
+                                                                     int(params["n_test"]))
             v_true = np.exp(test @ theta)
             best = [solve_drao(v, r, rho, div, cap) for v in v_true]
             rand_sets = [sorted(int(i) for i in rng.choice(n_items, size=offer, replace=False)) for _ in best]

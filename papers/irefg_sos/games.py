@@ -679,6 +679,20 @@ def random_cut_game(n_vertices: int, p: float, seed: int) -> Game:
     return game
 
 
+def _check_generator_sizes(n_infosets, n_branches) -> None:
+    """ValueError unless n_infosets is an integer >= 2 and n_branches an integer >= 1 (random generators)."""
+    if isinstance(n_infosets, bool) or not isinstance(n_infosets, (int, np.integer)) or n_infosets < 2:
+        raise ValueError(f"n_infosets must be an integer >= 2, got {n_infosets!r}")
+    if isinstance(n_branches, bool) or not isinstance(n_branches, (int, np.integer)) or n_branches < 1:
+        raise ValueError(f"n_branches must be a positive integer, got {n_branches!r}")
+
+
+def _chance_root(n_branches: int) -> list[str]:
+    """The first line of a random game: root chance with ``n_branches`` equiprobable actions k0, k1, ..."""
+    prob = repr(1.0 / n_branches)
+    return ["node / chance actions " + " ".join(f"k{b}={prob}" for b in range(n_branches))]
+
+
 def random_decision_problem(n_infosets: int, n_branches: int, seed: int) -> Game:
     """Random non-absentminded single-player problem that forgets earlier actions.
 
@@ -686,14 +700,10 @@ def random_decision_problem(n_infosets: int, n_branches: int, seed: int) -> Game
     ``order = rng.permutation(l)[:d]``, ``payoffs = rng.integers(-9, 10, size=2**d)``; a complete binary tree
     whose depth-t nodes lie in infoset ``I<order[t]>`` (actions ``a``, ``b``), leaves in lexicographic order.
     """
-    if isinstance(n_infosets, bool) or not isinstance(n_infosets, (int, np.integer)) or n_infosets < 2:
-        raise ValueError(f"n_infosets must be an integer >= 2, got {n_infosets!r}")
-    if isinstance(n_branches, bool) or not isinstance(n_branches, (int, np.integer)) or n_branches < 1:
-        raise ValueError(f"n_branches must be a positive integer, got {n_branches!r}")
+    _check_generator_sizes(n_infosets, n_branches)
     rng = np.random.default_rng(seed)
     l = int(n_infosets)
-    prob = repr(1.0 / n_branches)
-    lines = ["node / chance actions " + " ".join(f"k{b}={prob}" for b in range(n_branches))]
+    lines = _chance_root(n_branches)
     members: dict = {}
     for b in range(n_branches):
         d = int(rng.integers(2, l + 1))
@@ -726,16 +736,12 @@ def random_two_player_game(n_infosets: int, n_branches: int, seed: int, *, zero_
     depths ``t < d_1`` in infoset ``P1_I<order_1[t]>``, then player 2 (who does not observe player 1's actions)
     at depths ``d_1 + t`` in ``P2_I<order_2[t]>``; actions ``a``, ``b``; leaves in lexicographic order.
     """
-    if isinstance(n_infosets, bool) or not isinstance(n_infosets, (int, np.integer)) or n_infosets < 2:
-        raise ValueError(f"n_infosets must be an integer >= 2, got {n_infosets!r}")
-    if isinstance(n_branches, bool) or not isinstance(n_branches, (int, np.integer)) or n_branches < 1:
-        raise ValueError(f"n_branches must be a positive integer, got {n_branches!r}")
+    _check_generator_sizes(n_infosets, n_branches)
     if not isinstance(zero_sum, (bool, np.bool_)):
         raise ValueError(f"zero_sum must be a bool, got {zero_sum!r}")
     rng = np.random.default_rng(seed)
     l = int(n_infosets)
-    prob = repr(1.0 / n_branches)
-    lines = ["node / chance actions " + " ".join(f"k{b}={prob}" for b in range(n_branches))]
+    lines = _chance_root(n_branches)
     members: dict = {}
     for b in range(n_branches):
         orders = []
