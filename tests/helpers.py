@@ -42,3 +42,26 @@ def copy_repository(dest: Path) -> Path:
     return dest
 
 
+
+
+def timing_experiments(root: Path, scale: str = "smoke") -> set[str]:
+    """``<slug>/<experiment>`` of the experiments whose config says ``timing: true`` (wall-clock metrics)."""
+    from shared.config import load_paper_config
+
+    out = set()
+    for path in (root / "papers").glob("*/config.yaml"):
+        for name, entry in load_paper_config(path)[scale]["experiments"].items():
+            if entry.get("timing"):
+                out.add(f"{path.parent.name}/{name}")
+    return out
+
+
+def deterministic_metrics(root: Path, scale: str = "smoke", slugs=None) -> dict[str, bytes]:
+    """Bytes of every ``metrics.json`` under ``results/<scale>`` (of ``slugs`` when given), except those of
+    timing experiments, keyed by their path relative to ``root``."""
+    timing = timing_experiments(root, scale)
+    base = root / "results" / scale
+    paths = sorted(base.rglob("metrics.json")) if slugs is None else \
+        sorted(p for slug in slugs for p in (base / slug).rglob("metrics.json"))
+    return {str(p.relative_to(root)): p.read_bytes() for p in paths
+            if f"{p.parent.parent.name}/{p.parent.name}" not in timing}

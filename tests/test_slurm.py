@@ -11,12 +11,11 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from shared.config import enabled_papers, load_yaml
-from tests.helpers import REPO, copy_repository, snakemake
+from tests.helpers import REPO, copy_repository, deterministic_metrics, snakemake
 from tests.slurm.cluster import DAEMONS, LocalCluster, _binary
 
 pytestmark = pytest.mark.slow
@@ -43,11 +42,6 @@ def cluster(tmp_path_factory):
     local.stop()
 
 
-def _metrics(root: Path, slugs) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes()
-            for slug in slugs for p in sorted((root / "results" / "smoke" / slug).rglob("metrics.json"))}
-
-
 def test_smoke_papers_run_through_sbatch_and_match_a_local_run(cluster, tmp_path):
     on_slurm = copy_repository(tmp_path / "slurm")
     out = snakemake(*PAPERS, *LOCAL_CLUSTER_ARGS, "--config", "scale=smoke", cwd=on_slurm, env=cluster.env())
@@ -61,7 +55,7 @@ def test_smoke_papers_run_through_sbatch_and_match_a_local_run(cluster, tmp_path
     local = copy_repository(tmp_path / "local")
     out_local = snakemake(*PAPERS, "--cores", "2", "--config", "scale=smoke", cwd=local)
     assert out_local.returncode == 0, out_local.stdout[-6000:]
-    assert _metrics(on_slurm, PAPERS) == _metrics(local, PAPERS)
+    assert deterministic_metrics(on_slurm, slugs=PAPERS) == deterministic_metrics(local, slugs=PAPERS)
 
     gate = subprocess.run([sys.executable, "-m", "shared.claims.gate", "--scale", "smoke", "--no-compare-committed",
                            "--papers", *PAPERS], cwd=on_slurm, capture_output=True, text=True)

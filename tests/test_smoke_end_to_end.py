@@ -5,12 +5,10 @@ missing from the repository fails here as it would on a fresh clone.
 """
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from shared.config import load_paper_config
-from tests.helpers import REPO, copy_repository, snakemake
+from tests.helpers import copy_repository, deterministic_metrics, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -21,23 +19,6 @@ def smoke_run(tmp_path_factory):
     out = snakemake("--cores", "2", "--config", "scale=smoke", cwd=work)
     assert out.returncode == 0, out.stdout[-6000:]
     return work
-
-
-def _timing_experiments(root: Path) -> set[str]:
-    """``<slug>/<experiment>`` of the experiments whose config says ``timing: true`` (wall-clock metrics)."""
-    out = set()
-    for path in (root / "papers").glob("*/config.yaml"):
-        for name, entry in load_paper_config(path)["smoke"]["experiments"].items():
-            if entry.get("timing"):
-                out.add(f"{path.parent.name}/{name}")
-    return out
-
-
-def _metrics(root: Path) -> dict[str, bytes]:
-    """Bytes of every smoke metrics.json, except those of timing experiments."""
-    timing = _timing_experiments(root)
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted((root / "results" / "smoke").rglob("metrics.json"))
-            if f"{p.parent.parent.name}/{p.parent.name}" not in timing}
 
 
 def test_smoke_dag_runs_through_the_audit(smoke_run):
@@ -55,10 +36,10 @@ def test_rerun_recomputes_nothing(smoke_run):
 
 
 def test_smoke_metrics_are_byte_identical_when_recomputed(smoke_run):
-    first = _metrics(smoke_run)
+    first = deterministic_metrics(smoke_run)
     out = snakemake("--cores", "2", "--config", "scale=smoke", "--forcerun", "--forceall", cwd=smoke_run)
     assert out.returncode == 0, out.stdout[-6000:]
-    second = _metrics(smoke_run)
+    second = deterministic_metrics(smoke_run)
     assert first.keys() == second.keys() and first
     differing = [k for k in first if first[k] != second[k]]
     assert differing == [], f"metrics that differ between two identical smoke runs: {differing}"
