@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 from shared.experiment import RunContext, main
 from shared.results import atomic_path, mean_and_se
+from shared.device import resolve_device
 from shared.seeding import seed_torch
 
 from papers.adpo.losses import adpo_loss, adpo_pair_losses, dpo_pair_losses, unit_margins
@@ -164,13 +165,6 @@ def load_sft(params: dict, task: str, seed: int):
 
 
 # ----------------------------------------------------------------------------------------------- train
-def _device(name: str) -> torch.device:
-    """``"auto"``: CUDA when available, else the CPU; otherwise the named torch device."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
-
-
 def _data(params, task, seed, ref):
     train_pairs = make_preference_pairs(task, int(params["n_pairs"]), seed=seed + 11)
     seen = {tuple(p.prompt) for p in train_pairs}
@@ -181,7 +175,7 @@ def _data(params, task, seed, ref):
 
 
 def _train_task(params, ctx, task, rows, timing):
-    ref = load_sft(params, task, ctx.seed).to(_device(params.get("device", "cpu")))
+    ref = load_sft(params, task, ctx.seed).to(resolve_device(params.get("device", "cpu")))
     data, prompts, eval_data = _data(params, task, ctx.seed, ref)
     resp_len = len(solve(task, prompts[0])) + (1 if task == "sort_length" else 0)
     ref_greedy = greedy_responses(ref, prompts, resp_len)
@@ -340,10 +334,11 @@ def perf(params: dict, ctx: RunContext):
 # ------------------------------------------------------------------------------------------------- llm
 def _llm_task(params, ctx, task, ref, policy_init, tokenizer, rows):
     """Every method and seed of the text arm on one task; final held-out exact match per seed."""
-    from papers.adpo.llm import greedy_text_responses, text_exact_match, text_heldout, text_pairs
+    from papers.adpo.llm import greedy_text_responses, text_exact_match, text_heldout, text_pair
 
-    pairs = text_pairs(task, int(params["n_pairs"]), tokenizer, seed=ctx.seed + 11)
-    seen = {tuple(p.prompt) for p in make_preference_pairs(task, int(params["n_pairs"]), seed=ctx.seed + 11)}
+    int_pairs = make_preference_pairs(task, int(params["n_pairs"]), seed=ctx.seed + 11)
+    pairs = [text_pair(task, p, tokenizer) for p in int_pairs]
+    seen = {tuple(p.prompt) for p in int_pairs}
     prompts, targets = text_heldout(task, int(params["n_eval"]), tokenizer, seed=ctx.seed + 7, exclude=seen)
     data = encode_pairs(pairs, ref, batch=int(params["batch"]))
     eos, length = int(tokenizer.eos_token_id), max(len(t) for t in targets) + 2
@@ -381,8 +376,8 @@ def llm(params: dict, ctx: RunContext):
     greedy answers and preference accuracy after ``steps`` steps.
 
     ``params['run']`` false (smoke and quick, the spec's ``smollm2_quick`` flag off) loads nothing and writes
-    null metrics. ``params['judged']`` false (a plumbing run at quick) keeps the claim metric null, and so does
-    a task on which every method and the reference have exact match 0 (no ordering to judge).
+    null metrics. The claim metric is also null when, on some task, every method and the reference have exact
+    match 0 (no ordering to judge).
     Metrics: ``<task>.methods.<m>.exact_match.{mean, se, per_seed}``, ``<task>.reference``,
     ``claims.llm_scale_min_diff_points`` (min over tasks of the token-ADPO minus DPO exact match, points).
     """
@@ -394,7 +389,7 @@ def llm(params: dict, ctx: RunContext):
     from papers.adpo.llm import add_lora
 
     seed_torch(ctx.seed)
-    device = _device(params.get("device", "auto"))
+    device = resolve_device(params.get("device", "auto"))
     ref, tokenizer = load_smollm2()
     ref = ref.to(device).eval()
     lora = params.get("lora", {})
@@ -412,8 +407,7 @@ def llm(params: dict, ctx: RunContext):
     informative = all(max([metrics[t]["reference"]["exact_match"]]
                           + [m["exact_match"]["mean"] for m in metrics[t]["methods"].values()]) > 0
                       for t in params["tasks"])
-    judged = bool(params.get("judged", True)) and informative
-    metrics["claims"] = {"llm_scale_min_diff_points": min(diffs) if judged else None,
+    metrics["claims"] = {"llm_scale_min_diff_points": min(diffs) if informative else None,
                          "diff_points_by_task": dict(zip(params["tasks"], diffs)), "informative": informative}
     return rows, metrics
 

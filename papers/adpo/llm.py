@@ -20,10 +20,10 @@ import copy
 import numpy as np
 import torch
 
-from papers.adpo.tasks import EOS, PreferencePair, heldout_prompts, make_preference_pairs, solve
+from papers.adpo.tasks import EOS, PreferencePair, heldout_prompts, solve
 
-__all__ = ["TEXT_TASKS", "prompt_text", "answer_text", "chat_prompt_ids", "text_pair", "text_pairs",
-           "text_heldout", "add_lora", "greedy_text_responses"]
+__all__ = ["TEXT_TASKS", "prompt_text", "answer_text", "chat_prompt_ids", "text_pair", "text_heldout", "add_lora",
+           "greedy_text_responses", "text_exact_match"]
 
 TEXT_TASKS = ("sort", "add")
 
@@ -76,12 +76,6 @@ def text_pair(task: str, pair: PreferencePair, tokenizer) -> PreferencePair:
                          f"{prompt_text(task, pair.prompt)!r}: token-level units need equal lengths")
     errors = [i for i, (c, r) in enumerate(zip(chosen, rejected)) if c != r]
     return PreferencePair(prompt, chosen, rejected, errors)
-
-
-def text_pairs(task: str, n: int, tokenizer, *, seed: int) -> list[PreferencePair]:
-    """``n`` text preference pairs of ``task`` (the integer pairs of the same seed, rendered)."""
-    _check_text_task(task)
-    return [text_pair(task, p, tokenizer) for p in make_preference_pairs(task, n, seed=seed)]
 
 
 def text_heldout(task: str, n: int, tokenizer, *, seed: int, exclude=None) -> tuple[list, list]:

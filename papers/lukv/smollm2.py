@@ -13,6 +13,7 @@ import copy
 import numpy as np
 
 from shared import seeding
+from shared.device import resolve_device
 from shared.experiment import RunContext
 
 from papers.lukv.profile import build_budget_curve, save_curve
@@ -192,8 +193,7 @@ def smollm2(params: dict, ctx: RunContext):
                 {"available": False, **NULL_CLAIMS})
     if params.get("keep_layers"):
         model = _truncate_layers(model, int(params["keep_layers"]))
-    if params.get("device", "cpu") != "cpu":   # full scale: "cuda" when a GPU is there
-        model = model.to(params["device"] if torch.cuda.is_available() else "cpu")
+    model = model.to(resolve_device(params.get("device", "cpu")))   # full scale: "auto" (the GPU when there is one)
     ctx.record(smollm2_device=str(model.device))
     L, G = model.config.num_hidden_layers, model.config.num_key_value_heads
     sink, window = int(params.get("sink", 4)), int(params.get("window", 1))

@@ -375,13 +375,11 @@ def _minibatch_summary(mb_by_group, ck):
 
 # ------------------------------------------------------------------------------------------- minilm_encoder
 def _device(params) -> str:
-    """The torch device of a run: the environment variable OAK_DEVICE overrides params["device"] (default
-    "cpu"); "auto" means CUDA when available."""
-    import os
+    """The torch device of a run: ``params["device"]`` (default "cpu"; "auto" means CUDA when available), or
+    ``$REPRO_DEVICE`` when set (``shared.device.resolve_device``)."""
+    from shared.device import resolve_device
 
-    from papers.oak.kernels import resolve_device
-
-    return resolve_device(os.environ.get("OAK_DEVICE") or params.get("device", "cpu"))
+    return resolve_device(params.get("device", "cpu"))
 
 
 def minilm_encoder(params: dict, ctx: RunContext):

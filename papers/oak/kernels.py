@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from shared.device import resolve_device  # noqa: F401 (part of this module's API)
+
 __all__ = ["per_example_jacobian", "kernel_matrix", "kernel_from_precond", "second_moment_estimate",
            "blockwise_kernels", "jacobian_vector_rows", "parameter_blocks", "resolve_device", "KINDS",
            "BLOCK_COLS"]
@@ -27,23 +29,6 @@ def _as_tuple(inputs):
     if isinstance(inputs, list):
         return tuple(inputs)
     return (inputs,)
-
-
-def resolve_device(device="auto") -> str:
-    """"auto" -> "cuda" when a CUDA device is available, else "cpu"; "cpu", "cuda" and "cuda:N" pass through.
-
-    Raises ValueError for another string or for a CUDA device that is not available.
-    """
-    import torch
-
-    if device is None or device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if not isinstance(device, str) or not (device == "cpu" or device == "cuda" or
-                                           (device.startswith("cuda:") and device[5:].isdigit())):
-        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r} was requested but torch reports no CUDA device; use 'cpu' or 'auto'")
-    return device
 
 
 def _model_device(model):

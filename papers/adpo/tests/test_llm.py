@@ -7,8 +7,8 @@ import torch
 
 from shared.lm import tiny_llama
 from papers.adpo.llm import (add_lora, answer_text, chat_prompt_ids, greedy_text_responses, prompt_text,
-                             text_exact_match, text_heldout, text_pair, text_pairs)
-from papers.adpo.tasks import BOS, EOS, PLUS, SEP, PreferencePair
+                             text_exact_match, text_heldout, text_pair)
+from papers.adpo.tasks import BOS, EOS, PLUS, SEP, PreferencePair, make_preference_pairs
 from papers.adpo.train import encode_pairs, method_spec, train_preference
 
 
@@ -74,7 +74,7 @@ def test_lora_starts_at_the_reference_and_trains_only_adapters():
     assert torch.equal(policy(input_ids=ids).logits, ref(input_ids=ids).logits)   # B = 0 at initialisation
     trainable = [n for n, p in policy.named_parameters() if p.requires_grad]
     assert trainable and all("lora_" in n for n in trainable)
-    data = encode_pairs(text_pairs("sort", 8, tok, seed=0), ref)
+    data = encode_pairs([text_pair("sort", p, tok) for p in make_preference_pairs("sort", 8, seed=0)], ref)
     model, log = train_preference(policy, method_spec({"loss": "dpo"}), data, steps=2, batch=4, lr=1e-2, beta=0.1,
                                   seed=0)
     assert log["init_err"] < 1e-6 and abs(log["loss"][0] - math.log(2)) < 1e-6   # every rho is 0 at step 1

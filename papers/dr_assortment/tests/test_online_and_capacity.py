@@ -19,7 +19,8 @@ CONFIG = HERE / "config.yaml"
 
 
 def test_claims_file_is_valid():
-    validate(load_yaml(HERE / "claims.yaml"), "claims.schema.json", where="claims")
+    claims = validate(load_yaml(HERE / "claims.yaml"), "claims.schema.json", where="claims")
+    assert len({c["id"] for c in claims}) == len(claims)   # validate raises on a schema error; ids are unique
 
 
 # ------------------------------------------------------------------ explore-then-commit

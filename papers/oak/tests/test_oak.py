@@ -377,28 +377,13 @@ def test_jacobian_vector_rows_linear_exact():
         jacobian_vector_rows(model, X, np.ones(3))
 
 
-def test_resolve_device(monkeypatch):
-    from papers.oak.kernels import resolve_device
-
-    assert resolve_device("cpu") == "cpu"
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert resolve_device("auto") == "cpu"
-    with pytest.raises(ValueError, match="cuda"):
-        resolve_device("cuda")
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert resolve_device("auto") == "cuda" and resolve_device("cuda:1") == "cuda:1"
-    for bad in ("gpu", "cuda:x", 3):
-        with pytest.raises(ValueError, match="device"):
-            resolve_device(bad)
-
-
 def test_experiment_device_env_override(monkeypatch):
     from papers.oak.experiments import _device
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.delenv("OAK_DEVICE", raising=False)
+    monkeypatch.delenv("REPRO_DEVICE", raising=False)
     assert _device({}) == "cpu" and _device({"device": "auto"}) == "cpu"
-    monkeypatch.setenv("OAK_DEVICE", "cuda")
+    monkeypatch.setenv("REPRO_DEVICE", "cuda")
     with pytest.raises(ValueError, match="cuda"):
         _device({"device": "cpu"})
 

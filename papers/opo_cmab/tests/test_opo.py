@@ -71,7 +71,9 @@ def test_bad_F_hat(F, match):
 
 
 def test_F_hat_rounding_tolerated():
-    opo_policies(np.array([[1.0 + 1e-13, -1e-13]]), 1.0, 1.0)
+    pi = opo_policies(np.array([[1.0 + 1e-13, -1e-13]]), 1.0, 1.0)
+    assert pi.shape == (2, 2) and np.all(pi >= 0) and np.allclose(pi.sum(axis=1), 1.0)
+    np.testing.assert_allclose(pi[0], [0.5, 0.5])   # pi_1 is uniform before any feedback
 
 
 @pytest.mark.parametrize("eta,gamma,name", [(-1.0, 1.0, "eta"), (1.0, -0.1, "gamma"), (np.nan, 1.0, "eta"),

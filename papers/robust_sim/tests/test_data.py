@@ -67,4 +67,6 @@ def test_bad_arguments(kwargs, match):
 
 
 def test_gaussian_noise_allowed():
-    make_sim_data(50, 3, link="gelu", sigma=0.1, noise_df=math.inf)
+    d = make_sim_data(50, 3, link="gelu", sigma=0.1, noise_df=math.inf)
+    assert d.X.shape == (50, 3) and d.y.shape == (50,) and np.isfinite(d.y).all()
+    assert not d.corrupted.any() and abs(np.linalg.norm(d.beta_star) - 1) < 1e-12   # eps = 0: clean draw
