@@ -1,51 +1,116 @@
-"""Claims: loading, per-scale thresholds, and evaluation of one claim against a metrics file."""
+"""Claims: loading (schema v2), per-scale thresholds, and the decision of one claim (see shared.claims)."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from shared.config import SCALES, load_yaml, validate
+from shared.claims.stats import FAIL, MIN_SAMPLES, PASS, UNDECIDED, decide_interval, mean_interval
+from shared.config import SCALES, ConfigError, load_yaml, validate
 from shared.results import get_key, read_metrics
 
-__all__ = ["REPRODUCED", "NOT_REPRODUCED", "MISSING", "NOT_EVALUATED", "SKIPPED", "Verdict", "load_claims", "check_for_scale",
-           "expected_for_scale", "evaluate_check", "evaluate_claim", "format_check"]
+__all__ = ["REPRODUCED", "REPRODUCED_REDUCED", "NOT_REPRODUCED", "INCONCLUSIVE", "NOT_EVALUATED", "CANNOT_FAIL",
+           "PASSES", "FAILS", "MISSING", "SKIPPED", "PAPER_VERDICTS", "CHECK_VERDICTS", "Outcome", "Verdict",
+           "load_claims_file", "load_claims", "check_for_scale", "expected_for_scale", "evaluate_check",
+           "evaluate_claim", "format_check", "verdict_label"]
 
 REPRODUCED = "reproduced"
+REPRODUCED_REDUCED = "reproduced_reduced"
 NOT_REPRODUCED = "not_reproduced"
-MISSING = "missing_metric"
-NOT_EVALUATED = "not_evaluated"  # the metric is null: the run could not measure it (e.g. no LLM backend)
-SKIPPED = "skipped"  # the claim lists this scale under skip_at (smoke only: its settings cannot produce the metric)
+INCONCLUSIVE = "inconclusive"
+NOT_EVALUATED = "not_evaluated"
+CANNOT_FAIL = "cannot_fail"
+PASSES = "passes"
+FAILS = "fails"
+MISSING = "missing_metric"  # a gate failure at every scale
+SKIPPED = "skipped"  # the claim lists this scale under skip_at (smoke only)
+
+PAPER_VERDICTS = (REPRODUCED, REPRODUCED_REDUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_EVALUATED, CANNOT_FAIL)
+CHECK_VERDICTS = (PASSES, FAILS, INCONCLUSIVE, NOT_EVALUATED)
+_LABELS = {REPRODUCED: "reproduced", REPRODUCED_REDUCED: "reproduced-reduced", NOT_REPRODUCED: "not reproduced",
+           INCONCLUSIVE: "inconclusive", NOT_EVALUATED: "not evaluated", CANNOT_FAIL: "cannot fail",
+           PASSES: "passes", FAILS: "fails", MISSING: "missing metric", SKIPPED: "not run at this scale"}
+
+
+def verdict_label(verdict: str) -> str:
+    """The words a report prints for a verdict (``reproduced_reduced`` -> ``reproduced-reduced``)."""
+    return _LABELS[verdict]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A check evaluated on one metric reference: the value (mean for samples), its interval, the result."""
+
+    value: object
+    lo: float | None = None
+    hi: float | None = None
+    n: int | None = None
+    result: str = UNDECIDED  # pass | fail | inconclusive
+    interval: str | None = None  # "t" or "bootstrap" when decided on samples
+
+    def describe(self) -> str:
+        from shared.claims.report import fmt_value
+
+        if self.n is None:
+            return fmt_value(self.value)
+        return f"{fmt_value(self.value)} [{fmt_value(self.lo)}, {fmt_value(self.hi)}] (n={self.n}, {self.interval})"
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """Evaluation of one claim at one scale: the metric value (and spread), the check, the verdict."""
+    """The decision of one claim at one scale."""
 
     claim_id: str
-    value: object
-    spread: object
-    check: dict
+    kind: str
     verdict: str
     expected: str
+    check: dict
+    outcome: Outcome | None = None
+    spread: object = None
+    control: Outcome | None = None
+    control_name: str | None = None
     detail: str = ""
 
     @property
     def matches_expected(self) -> bool:
         return self.verdict == self.expected
 
+    @property
+    def value(self):
+        return None if self.outcome is None else self.outcome.value
+
+    @property
+    def control_flips(self) -> bool | None:
+        """True when the control's outcome is a fail (the claim does not hold under the control)."""
+        return None if self.control is None else self.control.result == FAIL
+
+
+def load_claims_file(path: str | Path) -> dict:
+    """Load a v2 ``claims.yaml`` (validated against ``claims.schema.json``); ConfigError names the problem."""
+    path = Path(path)
+    data = load_yaml(path)
+    if isinstance(data, list):
+        raise ConfigError(f"{path}: key '<top level>': a list of claims is the v1 format; audit v2 wants "
+                          "{version: 2, reduced: {...}, claims: [...]} (see shared/claims/__init__.py)")
+    doc = validate(data, "claims.schema.json", where=str(path))
+    seen = set()
+    for i, claim in enumerate(doc["claims"]):
+        where = f"{path}: key 'claims.{i}'"
+        if claim["id"] in seen:
+            raise ConfigError(f"{where}.id: duplicate claim id {claim['id']!r}")
+        seen.add(claim["id"])
+        allowed = PAPER_VERDICTS if claim["kind"] == "paper" else CHECK_VERDICTS
+        expected = claim["expected"]
+        for scale, verdict in (expected.items() if isinstance(expected, dict) else [("all", expected)]):
+            if verdict not in allowed:
+                raise ConfigError(f"{where}.expected: {verdict!r} (scale {scale}) is not a verdict of a "
+                                  f"{claim['kind']!r} claim; choose one of {list(allowed)}")
+    return doc
+
 
 def load_claims(path: str | Path) -> list[dict]:
-    """Load ``claims.yaml``, validated against ``workflow/schemas/claims.schema.json``; ids must be unique."""
-    claims = validate(load_yaml(path), "claims.schema.json", where=str(path))
-    seen = set()
-    for claim in claims:
-        if claim["id"] in seen:
-            from shared.config import ConfigError
-
-            raise ConfigError(f"{path}: key 'id': duplicate claim id {claim['id']!r}")
-        seen.add(claim["id"])
-    return claims
+    """The list of claims of a v2 ``claims.yaml``."""
+    return load_claims_file(path)["claims"]
 
 
 def _for_scale(default, by_scale: dict | None, scale: str):
@@ -64,14 +129,15 @@ def expected_for_scale(claim: dict, scale: str) -> str:
     expected = claim["expected"]
     if isinstance(expected, str):
         return expected
-    return expected.get(scale, expected.get("quick", REPRODUCED))
+    default = REPRODUCED if claim.get("kind", "paper") == "paper" else PASSES
+    return expected.get(scale, expected.get("quick", default))
 
 
 def evaluate_check(value, check: dict) -> bool:
-    """True when ``value`` satisfies ``check``.
+    """True when the number (or string/bool for ``==``) ``value`` satisfies ``check``.
 
-    Ops: ``<, <=, >, >=`` against ``value``; ``==`` (exact, also for strings and booleans); ``between``
-    [lo, hi] inclusive; ``within``: |value - target| <= abs_tol or <= rel_tol * |target|.
+    Ops: ``<, <=, >, >=`` against ``value``; ``==`` (exact); ``between`` [lo, hi] inclusive; ``within``:
+    |value - target| <= abs_tol or <= rel_tol * |target|. A non-finite number never satisfies a check.
     """
     op, target = check["op"], check.get("value")
     if op == "==":
@@ -80,27 +146,19 @@ def evaluate_check(value, check: dict) -> bool:
         raise TypeError(f"operator {op!r} needs a number, got {value!r}")
     if not math.isfinite(value):
         return False
-    if op == "<":
-        return value < target
-    if op == "<=":
-        return value <= target
-    if op == ">":
-        return value > target
-    if op == ">=":
-        return value >= target
+    if op in ("<", "<=", ">", ">="):
+        return {"<": value < target, "<=": value <= target, ">": value > target, ">=": value >= target}[op]
     if op == "between":
-        lo, hi = target
-        return lo <= value <= hi
+        return target[0] <= value <= target[1]
     if op == "within":
         err = abs(value - target)
-        ok_abs = "abs_tol" in check and err <= check["abs_tol"]
-        ok_rel = "rel_tol" in check and err <= check["rel_tol"] * abs(target)
-        return ok_abs or ok_rel
+        return ("abs_tol" in check and err <= check["abs_tol"]) or (
+            "rel_tol" in check and err <= check["rel_tol"] * abs(target))
     raise ValueError(f"unknown operator {op!r}")
 
 
 def format_check(check: dict) -> str:
-    """Human-readable threshold, e.g. ``<= -1.8`` or ``within 1e-3 (rel) of 4``."""
+    """Human-readable threshold, e.g. ``<= -1.8`` or ``within 0.001 (rel) of 4``."""
     op, v = check["op"], check.get("value")
     if op == "between":
         return f"in [{v[0]:g}, {v[1]:g}]"
@@ -110,34 +168,114 @@ def format_check(check: dict) -> str:
     return f"{op} {v:g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else f"{op} {v}"
 
 
+class _Missing(KeyError):
+    pass
+
+
 def _lookup(results_dir: Path, ref: dict):
     path = results_dir / ref["file"]
     if not path.is_file():
-        raise KeyError(f"metrics file {ref['file']} not found")
-    return get_key(read_metrics(path), ref["key"])
-
-
-def evaluate_claim(claim: dict, results_dir: str | Path, scale: str) -> Verdict:
-    """Evaluate one claim on the metrics under ``results_dir`` (``results/<scale>/<slug>``)."""
-    results_dir = Path(results_dir)
-    check, expected = check_for_scale(claim, scale), expected_for_scale(claim, scale)
-    if scale in claim.get("skip_at", ()):
-        return Verdict(claim["id"], None, None, check, SKIPPED, expected, f"not run at {scale} scale (skip_at)")
+        raise _Missing(f"metrics file {ref['file']} not found")
     try:
-        value = _lookup(results_dir, claim["metric"])
+        return get_key(read_metrics(path), ref["key"])
     except KeyError as exc:
-        return Verdict(claim["id"], None, None, check, MISSING, expected, str(exc).strip("'\""))
+        raise _Missing(f"{ref['file']}: {str(exc).strip(chr(39) + chr(34))}") from None
+
+
+def _outcome(holder: dict, results_dir: Path, check: dict, interval: str) -> Outcome | None:
+    """The check evaluated on ``holder``'s ``metric`` (a number) or ``samples`` (a list); None for a null metric.
+
+    Raises _Missing when the file or key is absent and TypeError when the value has the wrong type.
+    """
+    if "samples" in holder:
+        values = _lookup(results_dir, holder["samples"])
+        if values is None:
+            return None
+        if not isinstance(values, list) or not values or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            raise TypeError(f"samples {holder['samples']['key']!r} must be a non-empty list of numbers, "
+                            f"got {values!r}")
+        mean, lo, hi = mean_interval(values, interval)
+        return Outcome(mean, lo, hi, len(values), decide_interval(lo, hi, check), interval)
+    value = _lookup(results_dir, holder["metric"])
     if value is None:
-        return Verdict(claim["id"], None, None, check, NOT_EVALUATED, expected,
-                       "the experiment recorded no value (null) for this metric")
-    spread = None
-    if "spread" in claim:
+        return None
+    return Outcome(value, result=PASS if evaluate_check(value, check) else FAIL)
+
+
+def _is_reduced(claim: dict, scale: str, reduced: dict) -> bool:
+    return scale in reduced and scale not in claim.get("equivalent_at", ())
+
+
+def _failed_precondition(claim: dict, results_dir: Path, scale: str) -> str | None:
+    for pre in claim.get("requires", ()):
         try:
-            spread = _lookup(results_dir, claim["spread"])
-        except KeyError as exc:
-            return Verdict(claim["id"], value, None, check, MISSING, expected, str(exc).strip("'\""))
+            out = _outcome(pre, results_dir, pre["check"], "t")
+        except (_Missing, TypeError) as exc:
+            return f"precondition {pre['name']!r} could not be read: {exc}"
+        if out is None or out.result != PASS:
+            shown = "null" if out is None else out.describe()
+            return f"precondition {pre['name']!r} not met: {shown}, needs {format_check(pre['check'])}"
+    return None
+
+
+def _decide(claim: dict, out: Outcome, scale: str, reduced: dict) -> tuple[str, str]:
+    """Verdict and detail from the main outcome (before the control is considered)."""
+    few = out.n is not None and out.n < MIN_SAMPLES and scale != "smoke"
+    detail = f"only {out.n} samples (< {MIN_SAMPLES})" + (f": {claim['few_samples']}" if "few_samples" in claim
+                                                          else "") if few else ""
+    if claim["kind"] != "paper":
+        return {PASS: PASSES, FAIL: FAILS, UNDECIDED: INCONCLUSIVE}[out.result], detail
+    if out.result == UNDECIDED:
+        return INCONCLUSIVE, detail
+    if out.result == FAIL:
+        return (INCONCLUSIVE if few else NOT_REPRODUCED), detail
+    if few or _is_reduced(claim, scale, reduced):
+        if not few:
+            detail = f"smaller than the paper: {reduced[scale]}"
+        return REPRODUCED_REDUCED, detail
+    return REPRODUCED, detail
+
+
+def evaluate_claim(claim: dict, results_dir: str | Path, scale: str, *, reduced: dict | None = None) -> Verdict:
+    """Decide one claim on the metrics under ``results_dir`` (``results/<scale>/<slug>``).
+
+    ``reduced`` is the claims file's top-level mapping of scales smaller than the paper's.
+    """
+    results_dir, reduced = Path(results_dir), reduced or {}
+    check, expected = check_for_scale(claim, scale), expected_for_scale(claim, scale)
+    interval = claim.get("interval", "t")
+    base = dict(claim_id=claim["id"], kind=claim["kind"], expected=expected, check=check)
+    if scale in claim.get("skip_at", ()):
+        return Verdict(verdict=SKIPPED, detail=f"not run at {scale} scale (skip_at)", **base)
     try:
-        ok = evaluate_check(value, check)
+        out = _outcome(claim, results_dir, check, interval)
+        spread = _lookup(results_dir, claim["spread"]) if "spread" in claim else None
+    except _Missing as exc:
+        return Verdict(verdict=MISSING, detail=str(exc), **base)
     except TypeError as exc:
-        return Verdict(claim["id"], value, spread, check, MISSING, expected, str(exc))
-    return Verdict(claim["id"], value, spread, check, REPRODUCED if ok else NOT_REPRODUCED, expected)
+        return Verdict(verdict=MISSING, detail=str(exc), **base)
+    failed = _failed_precondition(claim, results_dir, scale)
+    if failed:
+        return Verdict(verdict=NOT_EVALUATED, outcome=out, spread=spread, detail=failed, **base)
+    if out is None:
+        return Verdict(verdict=NOT_EVALUATED, spread=spread,
+                       detail="the experiment recorded no value (null) for this metric", **base)
+    verdict, detail = _decide(claim, out, scale, reduced)
+    control, control_name = None, None
+    if "control" in claim:
+        control_name = claim["control"]["name"]
+        try:
+            control = _outcome(claim["control"], results_dir, check, interval)
+        except (_Missing, TypeError) as exc:
+            return Verdict(verdict=MISSING, outcome=out, spread=spread, control_name=control_name,
+                           detail=f"control {control_name!r}: {exc}", **base)
+        if control is None:
+            detail = "; ".join(x for x in (detail, f"control {control_name!r} recorded no value") if x)
+        if claim["kind"] == "paper" and verdict in (REPRODUCED, REPRODUCED_REDUCED) and (
+                control is None or control.result != FAIL):
+            verdict = CANNOT_FAIL
+            detail = "; ".join(x for x in (detail, f"the claim also holds (or is not refuted) under its control "
+                                                    f"{control_name!r}, so this run cannot tell") if x)
+    return Verdict(verdict=verdict, outcome=out, spread=spread, control=control, control_name=control_name,
+                   detail=detail, **base)
