@@ -99,6 +99,7 @@ def load_claims_file(path: str | Path) -> dict:
         if claim["id"] in seen:
             raise ConfigError(f"{where}.id: duplicate claim id {claim['id']!r}")
         seen.add(claim["id"])
+        _cross_field_rules(claim, where)
         allowed = PAPER_VERDICTS if claim["kind"] == "paper" else CHECK_VERDICTS
         expected = claim["expected"]
         for scale, verdict in (expected.items() if isinstance(expected, dict) else [("all", expected)]):
@@ -106,6 +107,28 @@ def load_claims_file(path: str | Path) -> dict:
                 raise ConfigError(f"{where}.expected: {verdict!r} (scale {scale}) is not a verdict of a "
                                   f"{claim['kind']!r} claim; choose one of {list(allowed)}")
     return doc
+
+
+def _cross_field_rules(claim: dict, where: str) -> None:
+    """The rules the schema cannot state with a clear message; ConfigError naming the claim's key."""
+    if ("metric" in claim) == ("samples" in claim):
+        raise ConfigError(f"{where}: a claim reads exactly one of 'metric' (a number) or 'samples' (a list)")
+    if "samples" in claim and "spread" in claim:
+        raise ConfigError(f"{where}.spread: a claim on samples shows its interval; 'spread' is for 'metric' only")
+    if "interval" in claim and "samples" not in claim:
+        raise ConfigError(f"{where}.interval: only a claim on 'samples' is decided by an interval")
+    if "control" in claim and "no_control" in claim:
+        raise ConfigError(f"{where}: a claim has either a 'control' or a 'no_control' reason, not both")
+    if claim["kind"] == "paper" and "control" not in claim and "no_control" not in claim:
+        raise ConfigError(f"{where}: a paper claim names a 'control' (a variant under which it must not hold) "
+                          f"or says in 'no_control' why none exists")
+    if claim["origin"] == "theory" and claim.get("paper_value") is not None and "theory_value" not in claim:
+        raise ConfigError(f"{where}.paper_value: a threshold of origin 'theory' puts the theory's number in "
+                          f"'theory_value'; 'paper_value' is only a number the paper prints")
+    for holder, name in ([(claim["control"], "control")] if "control" in claim else []) + [
+            (pre, f"requires.{i}") for i, pre in enumerate(claim.get("requires", []))]:
+        if ("metric" in holder) == ("samples" in holder):
+            raise ConfigError(f"{where}.{name}: reads exactly one of 'metric' or 'samples'")
 
 
 def load_claims(path: str | Path) -> list[dict]:

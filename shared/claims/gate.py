@@ -1,11 +1,14 @@
-"""The audit gate: exit non-zero when a verdict differs from ``expected`` or from the committed report.
+"""The audit gate: exit non-zero when any report cannot be trusted as it stands.
 
 ``python -m shared.claims.gate --scale quick`` checks every enabled paper of ``config/config.yaml``:
-1. its report ``reports/<scale>/<slug>.md`` exists and carries a verdict block;
-2. every verdict equals the claim's ``expected`` (at smoke scale only "missing metric" fails: smoke numbers
-   are not judged);
-3. when the report is tracked by git, its verdicts equal those of the committed version (a stale committed
-   report is a defect).
+1. its report ``reports/<scale>/<slug>.md`` exists and carries an audit-v2 block;
+2. no claim has a missing metric, and (above smoke) every verdict equals the claim's ``expected``;
+3. every official claim of the paper is addressed or given a reason (``official_not_addressed``);
+4. a claim decided on samples has at least 5 of them at a judged scale, or says why not (``few_samples``);
+5. the report is fresh: rendered with no uncommitted change to the paper's inputs, and none of them (the paper
+   folder without tests, the shared modules it imports, the audit engine) changed since the commit it records;
+6. when the report is tracked by git, the committed version is fresh in the same sense and its verdicts equal
+   the regenerated ones (a stale committed report is a defect).
 """
 from __future__ import annotations
 
@@ -14,55 +17,93 @@ import subprocess
 import sys
 
 from shared.claims.check import MISSING
+from shared.claims.freshness import changed_inputs
 from shared.claims.report import parse_audit_block
+from shared.claims.stats import MIN_SAMPLES
 from shared.config import REPO_ROOT, SCALES, enabled_papers, load_yaml
 
-__all__ = ["audit_paper", "main"]
+__all__ = ["audit_block", "freshness_problems", "audit_paper", "main"]
 
 
-def _committed_block(rel_path: str) -> dict | None:
+def _committed_text(rel_path: str) -> str | None:
     out = subprocess.run(["git", "show", f"HEAD:{rel_path}"], cwd=REPO_ROOT, capture_output=True, text=True)
-    return parse_audit_block(out.stdout) if out.returncode == 0 else None
+    return out.stdout if out.returncode == 0 else None
 
 
-def audit_paper(slug: str, scale: str, *, compare_committed: bool = True) -> list[str]:
+def freshness_problems(slug: str, block: dict, what: str, root=REPO_ROOT) -> list[str]:
+    """Why the report ``block`` of ``slug`` (described as ``what``) is not rendered from the current code."""
+    if block.get("inputs_dirty"):
+        return [f"{slug}: {what} was rendered while the paper's code, config or claims had uncommitted changes "
+                f"(commit them, then rerun the workflow)"]
+    changed = changed_inputs(slug, block["commit"], root)
+    if changed is None:
+        return [f"{slug}: {what} records commit {block['commit'][:12]}, which this repository does not have"]
+    if changed:
+        shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+        return [f"{slug}: {what} is stale: rendered at {block['commit'][:10]}, and since then {shown} changed"]
+    return []
+
+
+def audit_block(slug: str, scale: str, block: dict) -> list[str]:
+    """Problems of one report's audit block that do not need git (verdicts, coverage, sample counts)."""
+    problems = []
+    for claim_id, verdict in block["verdicts"].items():
+        expected = block["expected"][claim_id]
+        if verdict == MISSING or (scale != "smoke" and verdict != expected):
+            problems.append(f"{slug}: claim {claim_id!r} is {verdict}, expected {expected}")
+    problems += [f"{slug}: {p}" for p in block.get("official_problems", [])]
+    if scale != "smoke":
+        few = set(block.get("few_samples_reason", []))
+        problems += [f"{slug}: claim {cid!r} is decided on {n} samples (< {MIN_SAMPLES}) without saying why "
+                     f"(few_samples)" for cid, n in block.get("samples_n", {}).items()
+                     if n < MIN_SAMPLES and cid not in few]
+    return problems
+
+
+def audit_paper(slug: str, scale: str, *, compare_committed: bool = True, check_fresh: bool = True) -> list[str]:
     """Problems found in one paper's report (empty when it passes)."""
     rel = f"reports/{scale}/{slug}.md"
     path = REPO_ROOT / rel
     if not path.is_file():
         return [f"{slug}: {rel} is missing (run the workflow at scale {scale})"]
     block = parse_audit_block(path.read_text(encoding="utf-8"))
-    if block is None:
-        return [f"{slug}: {rel} has no audit block"]
-    problems = []
-    for claim_id, verdict in block["verdicts"].items():
-        expected = block["expected"][claim_id]
-        if verdict == MISSING or (scale != "smoke" and verdict != expected):
-            problems.append(f"{slug}: claim {claim_id!r} is {verdict}, expected {expected}")
+    if block is None or block.get("version") != 2:
+        return [f"{slug}: {rel} has no audit-v2 block (render it again with the workflow)"]
+    problems = audit_block(slug, scale, block)
+    if check_fresh and scale != "smoke":
+        problems += freshness_problems(slug, block, rel)
     if compare_committed and scale != "smoke":
-        committed = _committed_block(rel)
-        if committed is not None and committed["verdicts"] != block["verdicts"]:
-            changed = sorted(k for k in set(committed["verdicts"]) | set(block["verdicts"])
-                             if committed["verdicts"].get(k) != block["verdicts"].get(k))
-            problems.append(f"{slug}: committed {rel} is stale; verdicts differ for {changed}")
+        text = _committed_text(rel)
+        committed = parse_audit_block(text) if text is not None else None
+        if committed is not None:
+            if committed.get("version") != 2:
+                problems.append(f"{slug}: committed {rel} predates audit v2")
+            else:
+                if check_fresh:
+                    problems += freshness_problems(slug, committed, f"committed {rel}")
+                if committed["verdicts"] != block["verdicts"]:
+                    changed = sorted(k for k in set(committed["verdicts"]) | set(block["verdicts"])
+                                     if committed["verdicts"].get(k) != block["verdicts"].get(k))
+                    problems.append(f"{slug}: committed {rel} disagrees with the regenerated one for {changed}")
     return problems
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Fail when any audit verdict differs from what is expected.")
+    parser = argparse.ArgumentParser(description="Fail when any audit report cannot be trusted as it stands.")
     parser.add_argument("--scale", default="quick", choices=SCALES)
     parser.add_argument("--papers", nargs="*", help="slugs (default: every enabled paper)")
     parser.add_argument("--no-compare-committed", action="store_true")
+    parser.add_argument("--no-freshness", action="store_true", help="skip the freshness checks (for local drafts)")
     args = parser.parse_args(argv)
     slugs = args.papers or enabled_papers(load_yaml(REPO_ROOT / "config" / "config.yaml"))
-    problems = [p for slug in slugs
-                for p in audit_paper(slug, args.scale, compare_committed=not args.no_compare_committed)]
+    problems = [p for slug in slugs for p in audit_paper(
+        slug, args.scale, compare_committed=not args.no_compare_committed, check_fresh=not args.no_freshness)]
     if problems:
         print(f"audit FAILED at scale {args.scale} ({len(problems)} problem(s)):", file=sys.stderr)
         for p in problems:
             print(f"  - {p}", file=sys.stderr)
         return 1
-    print(f"audit passed at scale {args.scale}: {len(slugs)} paper(s), every verdict as expected")
+    print(f"audit passed at scale {args.scale}: {len(slugs)} paper(s), every verdict as expected, every report fresh")
     return 0
 
 

@@ -1,11 +1,11 @@
-"""Render ``reports/README.md``: one table per scale over the reports that exist."""
+"""Render ``reports/README.md``: one table per scale over the reports that exist (audit v2 counts)."""
 from __future__ import annotations
 
 import argparse
 import sys
 
-from shared.claims.report import parse_audit_block
-from shared.config import REPO_ROOT, SCALES
+from shared.claims.report import count_line, parse_audit_block
+from shared.config import REPO_ROOT, SCALES, load_yaml
 from shared.results import atomic_write_text
 
 __all__ = ["render_index", "main"]
@@ -13,34 +13,59 @@ __all__ = ["render_index", "main"]
 _INTRO = """# Audit reports
 
 Every paper has one report per scale, `reports/<scale>/<slug>.md`, rendered by the workflow from the paper's
-`claims.yaml` and the metrics its experiments wrote. A report gives, claim by claim: the statement and its
-source in the paper, the paper's value, ours (with its spread over seeds where the claim averages seeds), the
-threshold and where it comes from (`paper`, `theory`, or `calibrated` on our own runs), and the verdict. It
-then shows the figures, the performance comparison, the deviations from the paper and the provenance (commit,
-seeds, package versions, solver backends, hardware, wall time).
+`claims.yaml` and the metrics its experiments wrote. Read a paper's fidelity paragraph first (which parts of the
+method are exact and which are reconstructed), then its official claims and its claims table.
 
-How to audit: read a paper's fidelity paragraph first (which parts of the method are exact and which are
-reconstructed), then the claims table. `make audit` fails when any verdict differs from the `expected` that
-the maintainers recorded in `claims.yaml`, or when a regenerated quick report disagrees with the committed
-one. The quick-scale reports and figures are committed, so they can be read without running anything.
+What the words mean:
+- **paper claims** are statements of the paper. Each is decided by a threshold that comes from the paper, from
+  theory, or (`calibrated`) from our own runs or hypotheses. Claims over seeds or instances are decided by the
+  95% confidence interval of the mean: **reproduced** (all of it on the passing side; at the paper's scale or an
+  equivalent one), **reproduced-reduced** (the same, at a smaller scale than the paper's, which the report
+  names), **not reproduced** (all of it on the failing side), **inconclusive** (the interval straddles the
+  threshold, or too few seeds), **not evaluated** (a precondition is missing: no capable LLM, no GPU, no data).
+- every paper claim names a **control**, a variant of the method under which it must not hold (anchor removed,
+  noise off, a random baseline...). The workflow runs the controls; a claim that also holds under its control
+  **cannot fail** and is counted with the checks, never as reproduced.
+- **checks** test our own harness, libraries and identities; **findings** are audit findings about the paper.
+- **official claims** are the scored claims of the ICML 2026 reproducibility challenge, where they were found;
+  each report maps our claims onto them and gives one combined verdict per official claim.
+
+`make audit` fails when a verdict differs from the `expected` recorded in `claims.yaml`, when a regenerated
+report disagrees with the committed one, when a committed report is older than the paper's code, config or
+claims (or the shared modules it imports), or when an official claim is neither addressed nor given a reason.
 """
 
+_HEADER = ["| paper | fidelity | official addressed | paper claims | reproduced | reduced | not reproduced | "
+           "inconclusive | not evaluated | checks passing | without a control | experiment wall (s) | commit |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+_SUMMED = ("official_addressed", "official_total", "paper_total", "reproduced", "reduced", "not_reproduced",
+           "inconclusive", "not_evaluated", "cannot_fail", "checks_passing", "checks_total", "findings_holding",
+           "findings_total", "no_control")
 
-def _rows(scale: str) -> list[str]:
-    reports = sorted((REPO_ROOT / "reports" / scale).glob("*.md"))
-    rows = []
-    for path in reports:
+
+def _blocks(scale: str) -> list[dict]:
+    blocks = []
+    for path in sorted((REPO_ROOT / "reports" / scale).glob("*.md")):
         block = parse_audit_block(path.read_text(encoding="utf-8"))
-        if block is None:
-            continue
-        rows.append(f"| [{block['slug']}]({scale}/{path.name}) | {block['title']} | {block['fidelity']} | "
-                    f"{block['reproduced']} / {block['claims']} | {block['wall_s']:.0f} | `{block['commit'][:10]}` |")
-    return rows
+        if block is not None and block.get("version") == 2:
+            blocks.append({**block, "file": f"{scale}/{path.name}"})
+    return blocks
+
+
+def _row(b: dict) -> str:
+    c = b["counts"]
+    official = f"{c['official_addressed']} of {c['official_total']}" if c["official_total"] else "none located"
+    return (f"| [{b['slug']}]({b['file']}) | {b['fidelity']} | {official} | {c['paper_total']} | {c['reproduced']} | "
+            f"{c['reduced']} | {c['not_reproduced']} | {c['inconclusive']} | {c['not_evaluated']} | "
+            f"{c['checks_passing']} of {c['checks_total']} | {c.get('no_control', 0)} | {b['wall_s']:.0f} | "
+            f"`{b['commit'][:10]}` |")
+
+
+def _total(blocks: list[dict]) -> dict:
+    return {k: sum(b["counts"].get(k, 0) for b in blocks) for k in _SUMMED}
 
 
 def _disabled_papers() -> list[str]:
-    from shared.config import load_yaml
-
     papers = load_yaml(REPO_ROOT / "config" / "config.yaml")["papers"]
     return [slug for slug, on in papers.items() if not on]
 
@@ -58,13 +83,14 @@ def render_index(scale: str = "quick") -> str:
     for shown in SCALES:
         if shown == "smoke" and scale != "smoke":
             continue
-        rows = _rows(shown)
-        if not rows:
+        blocks = _blocks(shown)
+        if not blocks:
             continue
         judged = "" if shown != "smoke" else " (verdicts not judged at smoke scale)"
-        lines += [f"## Scale `{shown}`{judged}", "",
-                  "| paper | title | fidelity | claims reproduced | experiment wall (s) | commit |",
-                  "|---|---|---|---|---|---|", *rows, ""]
+        total = _total(blocks)
+        lines += [f"## Scale `{shown}`{judged}", "", f"All {len(blocks)} papers: {count_line(total)}; "
+                  f"paper claims without a control: {total['no_control']}.", "", *_HEADER,
+                  *[_row(b) for b in blocks], ""]
     return "\n".join(lines)
 
 

@@ -46,21 +46,19 @@ if config.get("data_mirror"):
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-# Code an experiment's results depend on: the shared package without its tests, the test helpers and the
-# audit engine (the audit code is an input of the report rules only, so a report change reruns no experiment).
-SHARED_CODE = sorted(p for p in glob.glob("shared/**/*.py", recursive=True)
-                     if not p.startswith(("shared/tests/", "shared/claims/")) and p != "shared/testing.py")
-AUDIT_CODE = sorted(glob.glob("shared/claims/*.py"))
+# Code an experiment's results depend on: the paper's own modules and the shared modules they import,
+# followed transitively (shared.codedeps), so that editing one shared module reruns only the experiments whose
+# code imports it. The audit engine is an input of the report rules only.
+AUDIT_CODE = sorted(glob.glob("shared/claims/*.py")) + ["shared/claims/official_claims.json",
+                                                          "workflow/schemas/claims.schema.json"]
 
 
 def paper_code(slug, *, plots=False):
-    """The paper's source files and the shared package: a change reruns its experiments.
+    """The paper's source files (without tests; ``plots.py`` only when ``plots``) and the shared modules they
+    import: a change to any of them reruns the paper's experiments (or only its figures)."""
+    from shared.codedeps import paper_dependencies
 
-    Tests are excluded, and so is ``plots.py`` unless ``plots`` (only the figures depend on it).
-    """
-    own = sorted(p for p in glob.glob(f"papers/{slug}/**/*.py", recursive=True)
-                 if "/tests/" not in p and (plots or not p.endswith("/plots.py")))
-    return own + SHARED_CODE
+    return paper_dependencies(slug, plots=plots)
 
 
 def results_dir(slug):
