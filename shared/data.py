@@ -1,9 +1,9 @@
 """Fetching public data with SHA-256 verification and offline mirrors.
 
 ``fetch`` tries, in order: the mirror directories of ``REPRO_DATA_MIRROR`` (a path list, ``os.pathsep``
-separated) when it is set, then the canonical URL, then (if the URL failed) nothing else. Every file is
-verified; a mismatch moves the bad file aside as ``<dest>.bad`` and raises :class:`ChecksumError`, so a wrong
-file is never used. Package-shipped datasets (scikit-learn) need no fetching.
+separated) when it is set, then the canonical URL. Every source is verified in memory before anything is
+written, and the verified bytes are renamed into place from a temporary file, so a wrong, truncated or
+undecodable file is never left where a later run would trust it (see :func:`fetch`). Package-shipped datasets (scikit-learn) need no fetching.
 """
 from __future__ import annotations
 
@@ -80,9 +80,29 @@ def _sources(url: str, mirror_relpath: str):
     yield ("url " + url, url)
 
 
+def _digest_or_none(data: bytes, canonical: bool) -> str | None:
+    """SHA-256 of ``data`` (of its canonical text when ``canonical``); None when the text cannot be decoded."""
+    try:
+        return sha256_text(data) if canonical else sha256_bytes(data)
+    except UnicodeDecodeError:
+        return None
+
+
+def _set_aside(path: Path) -> Path:
+    bad = path.with_name(path.name + ".bad")
+    shutil.move(str(path), bad)
+    return bad
+
+
 def fetch(url: str, dest: str | Path, *, sha256: str, mirror_relpath: str, canonical_text: bool = False,
           timeout: float = 30.0) -> Path:
     """Place the verified file at ``dest``; return ``dest``.
+
+    Every source's bytes are verified in memory before anything is written; a verified file is written to a
+    temporary file beside ``dest`` and renamed into place, so ``dest`` is either absent or verified. A file
+    already at ``dest`` that does not verify (altered, truncated, undecodable) is moved aside to
+    ``<dest>.bad`` and fetched again. A source whose bytes do not verify is skipped; when no source verifies,
+    :class:`ChecksumError` names every bad source, and when none could be read, :class:`FetchError`.
 
     Parameters
     ----------
@@ -92,26 +112,28 @@ def fetch(url: str, dest: str | Path, *, sha256: str, mirror_relpath: str, canon
     mirror_relpath : path of the file inside a mirror directory (e.g. ``"gset/G1.txt"``).
     """
     dest = Path(dest)
-    digest = sha256_text if canonical_text else sha256_bytes
     if len(sha256) != 64:
         raise ValueError(f"sha256 must be 64 hex digits, got {sha256!r}")
-    if dest.is_file() and digest(dest.read_bytes()) == sha256:
-        return dest
-    failures = []
+    if dest.is_file():
+        if _digest_or_none(dest.read_bytes(), canonical_text) == sha256:
+            return dest
+        _set_aside(dest)
+    unreadable, altered = [], []
     for label, source in _sources(url, mirror_relpath):
         try:
             data = Path(source).read_bytes() if isinstance(source, Path) else _download(source, timeout)
         except (OSError, urllib.error.URLError, ValueError) as exc:
-            failures.append(f"{label}: {type(exc).__name__}")
+            unreadable.append(f"{label}: {type(exc).__name__}")
+            continue
+        got = _digest_or_none(data, canonical_text)
+        if got != sha256:
+            altered.append(f"{label}: " + ("not decodable as text" if got is None else f"SHA-256 {got}"))
             continue
         with atomic_path(dest) as tmp:
             tmp.write_bytes(data)
-        got = digest(data)
-        if got != sha256:
-            bad = dest.with_name(dest.name + ".bad")
-            shutil.move(str(dest), bad)
-            raise ChecksumError(f"{dest.name} from {label}: SHA-256 {got} does not match the expected {sha256}; "
-                                f"the file was moved aside to {bad}")
         return dest
-    raise FetchError(f"could not fetch {dest.name}: " + "; ".join(failures)
+    if altered:
+        raise ChecksumError(f"{dest.name}: no source matches the expected SHA-256 {sha256} "
+                            f"({'; '.join(altered)}); nothing was written to {dest}")
+    raise FetchError(f"could not fetch {dest.name}: " + "; ".join(unreadable)
                      + f" (set {MIRROR_ENV} to a directory holding {mirror_relpath})")
