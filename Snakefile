@@ -9,6 +9,10 @@ from snakemake.exceptions import WorkflowError
 include: "workflow/rules/common.smk"
 
 
+onstart:
+    remove_stale_partial_files()
+
+
 rule all:
     default_target: True
     input:

@@ -36,7 +36,10 @@ def copy_repository(dest: Path) -> Path:
                             capture_output=True, check=True).stdout.decode().split("\0")
     for rel in filter(None, listed):
         src = REPO / rel
-        if src.is_file() and not rel.startswith(("results/", "reports/smoke/", "figures/smoke/")):
+        if src.is_symlink():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(os.readlink(src), dest / rel)
+        elif src.is_file() and not rel.startswith(("results/", "reports/smoke/", "figures/smoke/")):
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)
     return dest

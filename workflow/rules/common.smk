@@ -76,3 +76,17 @@ def report_path(slug):
 def experiment_outputs(slug):
     return [f"{results_dir(slug)}/{name}/{f}" for name in PAPER_CONFIG[slug][SCALE]["experiments"]
             for f in ("metrics.json", "results.csv", "provenance.json")]
+
+
+def remove_stale_partial_files(age_s=300):
+    """Delete the temporary ``.part`` files of writes that a killed run left behind (older than ``age_s``)."""
+    import time
+
+    now = time.time()
+    for pattern in ("results/**/.*.part", "data/**/.*.part", "figures/**/.*.part", "reports/**/.*.part"):
+        for path in glob.glob(pattern, recursive=True):
+            try:
+                if now - os.path.getmtime(path) > age_s:
+                    os.remove(path)
+            except OSError:
+                pass
