@@ -14,16 +14,20 @@ import matplotlib.pyplot as plt  # noqa: E402
 from shared.config import SCALES  # noqa: E402
 from shared.results import atomic_path  # noqa: E402
 
-__all__ = ["PALETTE", "use_style", "method_colors", "new_figure", "save_figure", "main"]
+__all__ = ["PALETTE", "PNG_DPI", "use_style", "method_colors", "new_figure", "save_figure", "vector_path",
+           "plot_band", "main"]
 
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442",
            "#882255", "#44AA99", "#999933", "#AA4499")  # Okabe-Ito, then Tol's muted
 
 
+PNG_DPI = 300
+
+
 def use_style() -> None:
     """Apply the house style (called by :func:`new_figure`)."""
     plt.rcParams.update({
-        "figure.dpi": 110, "savefig.dpi": 110, "font.size": 9, "axes.grid": True, "grid.alpha": 0.3,
+        "figure.dpi": 110, "savefig.dpi": PNG_DPI, "pdf.fonttype": 42, "font.size": 9, "axes.grid": True, "grid.alpha": 0.3,
         "axes.spines.top": False, "axes.spines.right": False, "legend.frameon": False, "lines.linewidth": 1.4,
         "svg.hashsalt": "repro", "path.simplify": True,
     })
@@ -41,12 +45,33 @@ def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 4.2, height: fl
     return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False, layout="constrained")
 
 
+def vector_path(path: str | Path) -> Path:
+    """The vector twin of a PNG figure: the same name with ``.pdf``."""
+    return Path(path).with_suffix(".pdf")
+
+
 def save_figure(fig, path: str | Path) -> Path:
-    """Save a figure atomically as PNG (no timestamp metadata, so reruns give identical bytes) and close it."""
+    """Save a figure atomically as a 300 dpi PNG and a vector PDF beside it (:func:`vector_path`), both without
+    timestamps so that reruns give identical bytes, and close it."""
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", metadata={"Software": None})
+        fig.savefig(tmp, format="png", dpi=PNG_DPI, metadata={"Software": None})
+    with atomic_path(vector_path(path)) as tmp:
+        fig.savefig(tmp, format="pdf", metadata={"Creator": None, "Producer": None, "CreationDate": None})
     plt.close(fig)
     return Path(path)
+
+
+def plot_band(ax, steps, center, lower=None, upper=None, *, label: str, color: str, log: bool = False, **line):
+    """One method's metric against the step: a line at ``center`` and, when given, a shaded band
+    [``lower``, ``upper``] (a spread over seeds: an interval or +- one standard error; say which in the
+    axis label or the caption). ``log`` puts both axes on a log scale."""
+    (handle,) = ax.plot(steps, center, label=label, color=color, **line)
+    if lower is not None and upper is not None:
+        ax.fill_between(steps, lower, upper, color=color, alpha=0.2, linewidth=0)
+    if log:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    return handle
 
 
 def main(make_figures: Callable[[Path, Path, str], None], argv=None) -> int:

@@ -61,6 +61,11 @@ def paper_code(slug, *, plots=False):
     return paper_dependencies(slug, plots=plots)
 
 
+def figure_group(name):
+    """The report subcategory of a figure: tables apart from figures."""
+    return "tables" if name.endswith((".md", ".csv")) else "figures"
+
+
 def results_dir(slug):
     return f"results/{SCALE}/{slug}"
 
