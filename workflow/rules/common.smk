@@ -9,6 +9,7 @@ sys.path.insert(0, workflow.basedir)
 
 from shared.config import ConfigError, enabled_papers, load_paper_config, validate  # noqa: E402
 from shared.claims.check import load_claims  # noqa: E402
+from shared.paramschema import load_and_validate  # noqa: E402
 
 
 def _validated_workflow_config(cfg):
@@ -26,6 +27,8 @@ def _validated_workflow_config(cfg):
 def _validated_paper(slug):
     try:
         cfg = load_paper_config(f"papers/{slug}/config.yaml")
+        if Path(f"papers/{slug}/params.schema.json").is_file():  # typed params of every experiment
+            load_and_validate(f"papers/{slug}")
         load_claims(f"papers/{slug}/claims.yaml")
     except ConfigError as exc:
         raise WorkflowError(str(exc)) from None
