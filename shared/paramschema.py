@@ -123,7 +123,8 @@ def validate_params(config: dict, schemas: dict, where: str) -> None:
                 raise ConfigError(f"{where}: key '{key}': experiment {name!r} has no parameter schema in "
                                   f"{SCHEMA_NAME} (draft one with: python -m shared.paramschema <paper folder>)")
             validator = jsonschema.Draft202012Validator(schemas[name])
-            errors = sorted(validator.iter_errors(entry["params"]), key=lambda e: list(e.absolute_path))
+            params = json.loads(json.dumps(entry["params"]))  # as JSON sees it: YAML's integer keys become strings
+            errors = sorted(validator.iter_errors(params), key=lambda e: list(e.absolute_path))
             if errors:
                 err = errors[0]
                 path = ".".join([key, *map(str, err.absolute_path)])

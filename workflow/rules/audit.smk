@@ -12,6 +12,10 @@ for _slug in PAPERS:
             code=AUDIT_CODE,
         output:
             report_path(_slug),
+        log:
+            f"logs/{SCALE}/{_slug}/report.log",
+        conda:
+            CONDA_ENV
         params:
             python=PYTHON,
             slug=_slug,
@@ -20,7 +24,8 @@ for _slug in PAPERS:
             mem_mb=1000,
             runtime=5,
         shell:
-            "{params.python} -m shared.claims.report --slug {params.slug} --scale {params.scale} --out {output}"
+            "{params.python} -m shared.claims.report --slug {params.slug} --scale {params.scale} --out {output} "
+            "2> {log}"
 
 
 rule audit_index:
@@ -28,6 +33,10 @@ rule audit_index:
         [report_path(slug) for slug in PAPERS],
     output:
         "reports/README.md",
+    log:
+        f"logs/{SCALE}/audit_index.log",
+    conda:
+        CONDA_ENV
     params:
         python=PYTHON,
         scale=SCALE,
@@ -35,4 +44,4 @@ rule audit_index:
         mem_mb=1000,
         runtime=5,
     shell:
-        "{params.python} -m shared.claims.index --scale {params.scale} --out {output}"
+        "{params.python} -m shared.claims.index --scale {params.scale} --out {output} 2> {log}"

@@ -42,9 +42,17 @@ _validated_workflow_config(config)
 SCALE = config["scale"]
 PAPERS = enabled_papers(config)
 PAPER_CONFIG = {slug: _validated_paper(slug) for slug in PAPERS}
-PYTHON = sys.executable
-if config.get("data_mirror"):
-    os.environ["REPRO_DATA_MIRROR"] = config["data_mirror"]
+def _uses_conda():
+    methods = getattr(getattr(workflow, "deployment_settings", None), "deployment_method", ()) or ()
+    return any(str(getattr(m, "name", m)).lower() == "conda" for m in methods)
+
+
+# The interpreter of every job: this environment's, or the job's conda environment's under
+# --software-deployment-method conda.
+PYTHON = "python" if _uses_conda() else sys.executable
+CONDA_ENV = os.path.join(workflow.basedir, "envs", "environment.yaml")  # for --software-deployment-method conda
+if config.get("data_mirror"):  # optional: a mirror given as --config data_mirror=... is passed to every job
+    os.environ.update({"REPRO_DATA_MIRROR": config["data_mirror"]})
 # BLAS oversubscribes when two jobs share two cores: one thread per job unless a rule asks for more.
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")

@@ -1,5 +1,5 @@
 # The rules every paper gets, built from its config.yaml at the chosen scale:
-#   <slug>_<experiment>  config + code (+ data)   -> results/<scale>/<slug>/<experiment>/{metrics.json,results.csv,provenance.json}
+#   <slug>_<experiment>  config, code and data     -> results/<scale>/<slug>/<experiment>/{metrics.json,results.csv,provenance.json}
 #   <slug>_figures       every experiment's results -> figures/<scale>/<slug>/<figures listed in config>
 #   <slug>_report        claims + metrics + figures -> reports/<scale>/<slug>.md   (workflow/rules/audit.smk)
 #   <slug>               the paper's target
@@ -25,7 +25,9 @@ for _slug in PAPERS:
                 module=f"papers.{_slug}.experiments",
                 experiment=_name,
                 scale=SCALE,
-                out=f"{results_dir(_slug)}/{_name}",
+                out=lambda wildcards, output: os.path.dirname(output.metrics),
+            conda:
+                CONDA_ENV
             threads: _res.get("threads", 1)
             resources:
                 mem_mb=_res.get("mem_mb", 2000),
@@ -49,9 +51,11 @@ for _slug in PAPERS:
         params:
             python=PYTHON,
             module=f"papers.{_slug}.plots",
-            results=results_dir(_slug),
-            out=figures_dir(_slug),
+            results=lambda wildcards, input: os.path.dirname(os.path.dirname(input[0])),
+            out=lambda wildcards, output: os.path.dirname(output[0]),
             scale=SCALE,
+        conda:
+            CONDA_ENV
         resources:
             mem_mb=2000,
             runtime=10,
