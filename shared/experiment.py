@@ -29,7 +29,8 @@ class RunContext:
     """What an experiment function gets besides its params.
 
     Attributes: ``name`` (experiment), ``scale``, ``seed`` (the paper's root seed), ``out_dir`` (for extra
-    artefacts), ``extra`` (run-dependent facts for provenance.json, e.g. solver backends or timings).
+    artefacts), ``extra`` (run-dependent facts for provenance.json, e.g. solver backends or timings),
+    ``paper`` (the slug). Long loops go through :meth:`progress`.
     """
 
     name: str
@@ -37,6 +38,7 @@ class RunContext:
     seed: int
     out_dir: Path
     extra: dict = field(default_factory=dict)
+    paper: str = ""
 
     def generator(self, *names: str) -> np.random.Generator:
         """Generator of the stream (experiment name, *names) under the root seed."""
@@ -47,8 +49,18 @@ class RunContext:
         self.extra.update(facts)
 
     def log(self, message: str) -> None:
-        """A progress line on stderr, prefixed by the experiment name."""
+        """A line for the job's log file (stderr), prefixed by the experiment name."""
         print(f"[{self.name}] {message}", file=sys.stderr, flush=True)
+
+    def progress(self, iterable, *, total: int | None = None, what: str = ""):
+        """``iterable`` with a progress bar (count, rate, ETA) on stdout, which the workflow shows in the
+        terminal while the log file keeps stderr; at most one update every 5 s, so it stays readable when
+        several jobs run at once."""
+        from tqdm import tqdm
+
+        label = f"{self.paper}/{self.name}" + (f" {what}" if what else "")
+        return tqdm(iterable, total=total, desc=label, file=sys.stdout, mininterval=5.0, ascii=True,
+                    dynamic_ncols=False, ncols=100, leave=True)
 
 
 ExperimentFn = Callable[[dict, RunContext], tuple]
@@ -83,7 +95,8 @@ def run_experiment(experiments: Mapping[str, ExperimentFn], name: str, config_pa
     for stale in ("metrics.json", "results.csv", "provenance.json"):
         (out_dir / stale).unlink(missing_ok=True)
     _pin_threads(entry.get("resources", {}).get("threads", 1))
-    ctx = RunContext(name=name, scale=scale, seed=config["seed"], out_dir=out_dir)
+    ctx = RunContext(name=name, scale=scale, seed=config["seed"], out_dir=out_dir,
+                     paper=Path(config_path).resolve().parent.name)
     start = time.perf_counter()
     rows, metrics = experiments[name](dict(entry["params"]), ctx)
     wall = time.perf_counter() - start

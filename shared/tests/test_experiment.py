@@ -53,3 +53,17 @@ def test_unknown_experiment_is_named(tmp_path):
     cfg = _config(tmp_path, {"n": 1, "scale": 1.0})
     with pytest.raises(ConfigError, match="'other'"):
         run_experiment({"toy": toy, "other": toy}, "other", cfg, "smoke", tmp_path / "o")
+
+
+def counted(params, ctx):
+    total = sum(ctx.progress(range(params["n"]), total=params["n"], what="steps"))
+    return [{"method": "m", "seed": 0, "step": 0, "metric": "s", "value": total}], {"s": total}
+
+
+def test_progress_goes_to_stdout_with_the_paper_and_experiment(tmp_path, capsys):
+    paper = tmp_path / "mypaper"
+    paper.mkdir()
+    cfg = _config(paper, {"n": 7})
+    run_experiment({"toy": counted}, "toy", cfg, "smoke", tmp_path / "out")
+    out = capsys.readouterr().out
+    assert "mypaper/toy steps" in out and "7/7" in out

@@ -34,8 +34,8 @@ for _slug in PAPERS:
                 runtime=_res.get("runtime", 20),
                 **_gpu,
             shell:
-                "{params.python} -m {params.module} {params.experiment} --config {input.config} "
-                "--scale {params.scale} --out {params.out} > {log} 2>&1"
+                ": > {log}; {params.python} -m {params.module} {params.experiment} --config {input.config} "
+                "--scale {params.scale} --out {params.out} 2>> {log} | tee -a {log}"
 
     rule:
         name: f"{_slug}_figures"
