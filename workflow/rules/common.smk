@@ -90,8 +90,9 @@ def report_path(slug):
 
 
 def experiment_outputs(slug):
-    return [f"{results_dir(slug)}/{name}/{f}" for name in PAPER_CONFIG[slug][SCALE]["experiments"]
-            for f in ("metrics.json", "results.csv", "provenance.json")]
+    """Every file the paper's experiments write at this scale: the three of each, and its declared extras."""
+    return [f"{results_dir(slug)}/{name}/{f}" for name, entry in PAPER_CONFIG[slug][SCALE]["experiments"].items()
+            for f in ("metrics.json", "results.csv", "provenance.json", *entry.get("outputs", []))]
 
 
 def remove_stale_partial_files(age_s=300):

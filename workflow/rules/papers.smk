@@ -18,6 +18,7 @@ for _slug in PAPERS:
                 metrics=f"{results_dir(_slug)}/{_name}/metrics.json",
                 tidy=f"{results_dir(_slug)}/{_name}/results.csv",
                 provenance=f"{results_dir(_slug)}/{_name}/provenance.json",
+                extra=[f"{results_dir(_slug)}/{_name}/{f}" for f in _entry.get("outputs", [])],
             log:
                 f"logs/{SCALE}/{_slug}/{_name}.log",
             params:
