@@ -1,8 +1,9 @@
 # Regenerates every figure, table and audit report from raw or generated data.
-#   snakemake --cores all                         every enabled paper at the configured scale, then the index
-#   snakemake --cores all goma                    one paper (its target rule is its slug)
-#   snakemake --cores all --config scale=smoke    another scale (smoke | quick | full)
+#   snakemake                                     every enabled paper at the configured scale, then the index
+#   snakemake goma                                one paper (its target rule is its slug)
+#   snakemake goma --config scale=smoke           another scale (smoke | quick | full): the target first
 #   snakemake --profile workflow/profiles/slurm   the same on a SLURM cluster
+# The profile workflow/profiles/default (found through profiles/) is loaded for every command.
 from snakemake.exceptions import WorkflowError
 
 
