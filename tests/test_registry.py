@@ -4,7 +4,8 @@ import re
 import pytest
 
 from tests.helpers import REPO, paper_slugs
-from shared.claims.check import load_claims
+from shared.claims.check import load_claims, load_claims_file
+from shared.claims.official import coverage_problems
 from shared.config import SCALES, load_paper_config, load_yaml, validate
 
 SLUGS = paper_slugs()
@@ -36,6 +37,14 @@ def test_paper_folder_is_complete(slug):
         assert re.search(rf"^## {heading}\s*$", readme, flags=re.M), f"papers/{slug}/README.md lacks ## {heading}"
 
 
+def _refs(claim):
+    """Every metrics reference of a claim: its value, spread, control and preconditions."""
+    holders = [claim, claim.get("control", {}), *claim.get("requires", [])]
+    yield from (h[k] for h in holders for k in ("metric", "samples") if k in h)
+    if "spread" in claim:
+        yield claim["spread"]
+
+
 @pytest.mark.parametrize("slug", SLUGS)
 def test_claims_point_at_configured_experiments(slug):
     config = load_paper_config(REPO / "papers" / slug / "config.yaml")
@@ -43,10 +52,9 @@ def test_claims_point_at_configured_experiments(slug):
     for scale in ("quick", "full"):
         experiments = set(config[scale]["experiments"])
         for claim in claims:
-            for ref in (claim["metric"], claim.get("spread")):
-                if ref:
-                    assert ref["file"].split("/")[0] in experiments, (
-                        f"{slug}: claim {claim['id']} reads {ref['file']}, not an experiment at scale {scale}")
+            for ref in _refs(claim):
+                assert ref["file"].split("/")[0] in experiments, (
+                    f"{slug}: claim {claim['id']} reads {ref['file']}, not an experiment at scale {scale}")
     performance = set(config.get("performance", []))
     for scale in SCALES:
         assert performance <= set(config[scale]["figures"]) | performance  # names are figure files
@@ -59,3 +67,17 @@ def test_quick_report_and_figures_are_committed(slug):
     config = load_paper_config(REPO / "papers" / slug / "config.yaml")
     for fig in config["quick"]["figures"]:
         assert (REPO / "figures" / "quick" / slug / fig).is_file(), f"figures/quick/{slug}/{fig} is missing"
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_every_official_claim_is_addressed_or_given_a_reason(slug):
+    doc = load_claims_file(REPO / "papers" / slug / "claims.yaml")
+    assert coverage_problems(slug, doc) == []
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_experiment_parameters_are_typed(slug):
+    """Every experiment has a parameter schema and the config satisfies it at every scale."""
+    from shared.paramschema import load_and_validate
+
+    load_and_validate(REPO / "papers" / slug)
