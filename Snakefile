@@ -10,6 +10,9 @@ from snakemake.exceptions import WorkflowError
 include: "workflow/rules/common.smk"
 
 
+report: "workflow/report/workflow.rst"
+
+
 onstart:
     remove_stale_partial_files()
 

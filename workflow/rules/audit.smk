@@ -11,7 +11,8 @@ for _slug in PAPERS:
             figures=[f"{figures_dir(_slug)}/{f}" for f in PAPER_CONFIG[_slug][SCALE]["figures"]],
             code=AUDIT_CODE,
         output:
-            report_path(_slug),
+            report(report_path(_slug), category=_slug, subcategory="audit",
+                   caption="../report/audit_caption.rst"),
         log:
             f"logs/{SCALE}/{_slug}/report.log",
         conda:

@@ -77,6 +77,19 @@ def figure_group(name):
     return "tables" if name.endswith((".md", ".csv")) else "figures"
 
 
+def caption_file(slug, name):
+    """An RST caption for ``snakemake --report``: the paper's title, the figure's caption from the paper's
+    ``captions:`` (or its file name) and the scale; written under .snakemake/ when the DAG is built."""
+    meta = PAPER_CONFIG[slug]["paper"]
+    text = PAPER_CONFIG[slug].get("captions", {}).get(name, f"{name} (no caption given in papers/{slug}/config.yaml)")
+    path = Path(".snakemake", "report_captions", slug, f"{name}.rst")
+    body = f"**{meta['title']}** ({slug}, scale ``{SCALE}``)\n\n{text}\n"
+    if not path.is_file() or path.read_text(encoding="utf-8") != body:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body, encoding="utf-8")
+    return str(path.resolve())
+
+
 def results_dir(slug):
     return f"results/{SCALE}/{slug}"
 

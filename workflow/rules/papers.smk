@@ -44,8 +44,8 @@ for _slug in PAPERS:
             experiment_outputs(_slug),
             code=paper_code(_slug, plots=True),
         output:
-            [report(f"{figures_dir(_slug)}/{f}", category=_slug, subcategory=figure_group(f))
-             for f in PAPER_CONFIG[_slug][SCALE]["figures"]],
+            [report(f"{figures_dir(_slug)}/{f}", category=_slug, subcategory=figure_group(f),
+                    caption=caption_file(_slug, f)) for f in PAPER_CONFIG[_slug][SCALE]["figures"]],
             [f"{figures_dir(_slug)}/{f[:-4]}.pdf" for f in PAPER_CONFIG[_slug][SCALE]["figures"] if f.endswith(".png")],
         log:
             f"logs/{SCALE}/{_slug}/figures.log",
