@@ -12,12 +12,13 @@ export OPENBLAS_NUM_THREADS ?= 1
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: venv test reproduce smoke full audit report-index clean help
+.PHONY: venv tools test reproduce smoke full audit report-index clean help
 
 help:
 	@echo "make reproduce   set up .venv, run the quick scale of every enabled paper, then the audit gate"
 	@echo "make test        set up .venv and run the test suite"
 	@echo "make venv        only set up .venv from envs/ (idempotent)"
+	@echo "make tools       install bubblewrap where missing (the sandbox of model-generated code)"
 	@echo "make audit       fail when a quick-scale verdict differs from claims.yaml 'expected' or the committed report"
 	@echo "make smoke|full  run every paper at that scale"
 
@@ -33,10 +34,22 @@ $(STAMP): $(ENV_FILES)
 		| (! grep .) || (echo "pip check: conflicting requirements (above)" >&2; exit 1)
 	@touch $(STAMP)
 
-test: $(STAMP)
+# bubblewrap isolates model-generated code (shared.sandbox); installed from Debian's packages where missing.
+tools:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "make: installing bubblewrap (shared.sandbox runs model-generated code under it)"; \
+	    (apt-get install -y -q bubblewrap || (apt-get update -q && apt-get install -y -q bubblewrap)) >/dev/null; \
+	  else \
+	    echo "make: bubblewrap (bwrap) is missing: shared.sandbox will refuse to run model-generated code" \
+	         "(sacopt, cirbench). Install it: apt-get install bubblewrap (Debian/Ubuntu), dnf install bubblewrap" \
+	         "(Fedora)." >&2; \
+	  fi; }
+
+test: $(STAMP) tools
 	$(PY) -m pytest
 
-reproduce: $(STAMP)
+reproduce: $(STAMP) tools
 	$(SNAKEMAKE) --cores $(CORES) --config scale=quick
 	$(MAKE) --no-print-directory audit
 

@@ -1,18 +1,32 @@
-"""shared.sandbox: every outcome (ok, error, timeout, memory, killed, forbidden) and that no process is left."""
+"""shared.sandbox: every outcome (ok, error, timeout, memory, killed, forbidden), that no process is left, and
+the refusal to run unconfined. The hostile programs are in test_sandbox_hostile.py."""
 import json
 import os
-import socket
+import sys
 import time
 
 import pytest
 
-from shared.sandbox import STATUSES, Sandbox, SandboxError, SandboxResult, run_code
+import shared.sandbox as sandbox_module
+from shared.sandbox import BWRAP_ENV, STATUSES, UNSAFE_ENV, Sandbox, SandboxError, SandboxResult, run_code
+
+_WHY_NOT = sandbox_module.unavailable_reason()
+needs_bwrap = pytest.mark.skipif(_WHY_NOT is not None, reason=f"bubblewrap sandbox unavailable: {_WHY_NOT}")
+
+
+@pytest.fixture(autouse=True)
+def _never_unconfined(monkeypatch):
+    monkeypatch.delenv(UNSAFE_ENV, raising=False)
 
 
 @pytest.fixture(scope="module")
 def sandbox():
-    with Sandbox(["json", "math"], allow_spawn=["sleep"]) as box:
-        yield box
+    if _WHY_NOT is not None:
+        pytest.skip(f"bubblewrap sandbox unavailable: {_WHY_NOT}")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv(UNSAFE_ENV, raising=False)
+        with Sandbox(["json", "math"], allow_spawn=["sleep"]) as box:
+            yield box
 
 
 def _gone(pid: int, within_s: float = 5.0) -> bool:
@@ -29,16 +43,32 @@ def _gone(pid: int, within_s: float = 5.0) -> bool:
     return False
 
 
+def _namespace_processes(box: Sandbox) -> list[int]:
+    """Host pids of the processes in ``box``'s PID namespace (bwrap's init and the zygote when idle)."""
+    with open(f"/proc/{box.pid}/task/{box.pid}/children") as handle:
+        init = int(handle.read().split()[0])
+    namespace = os.readlink(f"/proc/{init}/ns/pid")
+    pids = []
+    for name in os.listdir("/proc"):
+        try:
+            if name.isdigit() and os.readlink(f"/proc/{name}/ns/pid") == namespace and not _gone(int(name), 0.01):
+                pids.append(int(name))
+        except OSError:
+            pass
+    return pids
+
+
 def test_ok_with_entry_value_and_stdout(sandbox):
     code = "import math\nprint('hello')\ndef solve(xs, scale=1):\n    return {'sum': math.fsum(xs) * scale}\n"
     result = sandbox.run_code(code, entry="solve", args=[[1, 2, 3.5]], kwargs={"scale": 2})
     assert isinstance(result, SandboxResult) and result.ok
     assert result.value == {"sum": 13.0} and result.stdout == "hello\n" and result.returncode == 0
-    assert result.isolation in ("netns+audit", "audit") and result.wall_s > 0 and result.cpu_s >= 0
+    assert result.isolation == "bwrap" and result.confined and result.wall_s > 0 and result.cpu_s >= 0
 
 
 def test_script_reads_files_in_fresh_scratch_directory(sandbox):
-    code = "import json, os\nprint(json.load(open('data.json'))['a'], sorted(os.listdir('.')))\nopen('out.txt', 'w').write('x')"
+    code = ("import json, os\nprint(json.load(open('data.json'))['a'], sorted(os.listdir('.')))\n"
+            "open('out.txt', 'w').write('x')")
     first = sandbox.run_code(code, files={"data.json": json.dumps({"a": 7})})
     assert first.ok and first.stdout == "7 ['data.json']\n"
     second = sandbox.run_code("import os; print(sorted(os.listdir('.')))")
@@ -71,7 +101,7 @@ def test_wall_timeout_kills_the_process_group(sandbox):
     result = sandbox.run_code(code, timeout_s=3.0, cpu_s=60.0)  # the wall limit must fire first
     assert result.status == "timeout" and "wall-time" in result.error and result.returncode == -9
     assert time.monotonic() - start < 15
-    assert _gone(int(result.stdout.split()[0]))
+    assert len(_namespace_processes(sandbox)) == 2  # bwrap's init and the zygote: the sleep is gone
 
 
 def test_cpu_limit(sandbox):
@@ -133,10 +163,11 @@ def test_no_child_is_left_even_one_in_its_own_session(sandbox):
     code = ("import subprocess\nprint(subprocess.Popen(['sleep', '60']).pid,"
             " subprocess.Popen(['sleep', '60'], start_new_session=True).pid)")
     result = sandbox.run_code(code)
-    assert result.ok
-    assert all(_gone(int(pid)) for pid in result.stdout.split())
+    assert result.ok and len(result.stdout.split()) == 2
+    assert len(_namespace_processes(sandbox)) == 2
 
 
+@needs_bwrap
 def test_environment_is_cleared(monkeypatch):
     monkeypatch.setenv("REPRO_LLM_API_KEY", "sk-secret-for-test")
     with Sandbox() as box:
@@ -148,13 +179,12 @@ def test_environment_is_cleared(monkeypatch):
                                 "PATH", "TMPDIR"}
 
 
-def test_network_namespace_when_permitted(sandbox):
-    if sandbox.isolation != "netns+audit":
-        pytest.skip("unshare(CLONE_NEWNET) is not permitted here: audit hook only")
+def test_network_namespace_has_only_loopback(sandbox):
     result = sandbox.run_code("print(open('/proc/net/dev').read().count(':'))")
-    assert result.ok and result.stdout.strip() == "1"  # only the (down) loopback device
+    assert result.ok and result.stdout.strip() == "1"  # only the loopback device
 
 
+@needs_bwrap
 def test_allowed_imports():
     with Sandbox(["json"], allowed_imports=["json", "math"]) as box:
         assert box.run_code("import json, math\nfrom math import sqrt\nprint(sqrt(4))").stdout == "2.0\n"
@@ -194,6 +224,7 @@ def test_code_must_be_text(sandbox):
         sandbox.run_code(b"print(1)")
 
 
+@needs_bwrap
 def test_preload_failure_and_bad_options():
     with pytest.raises(SandboxError, match="no_such_module_for_test"):
         Sandbox(["no_such_module_for_test"])
@@ -203,6 +234,7 @@ def test_preload_failure_and_bad_options():
         Sandbox(scratch_root="/no/such/dir")
 
 
+@needs_bwrap
 def test_zygote_restarts_and_close_leaves_nothing(tmp_path):
     box = Sandbox(scratch_root=tmp_path)
     first = box.pid
@@ -216,6 +248,71 @@ def test_zygote_restarts_and_close_leaves_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []  # scratch directories removed
 
 
+@needs_bwrap
 def test_run_code_one_off_and_statuses():
     assert run_code("print(40 + 2)").stdout == "42\n"
     assert STATUSES == ("ok", "error", "timeout", "memory", "killed", "forbidden")
+
+
+# ---------------------------------------------------------------------------------- refusing to run unconfined
+
+def test_missing_bwrap_is_refused_with_the_reason(monkeypatch):
+    monkeypatch.setenv(BWRAP_ENV, "/no/such/bwrap")
+    with pytest.raises(SandboxError) as info:
+        Sandbox()
+    message = str(info.value)
+    assert "refuses to run model-generated code" in message and "/no/such/bwrap" in message
+    assert "apt-get install bubblewrap" in message and UNSAFE_ENV in message
+    with pytest.raises(SandboxError, match="bubblewrap"):
+        run_code("print(1)")
+
+
+def test_bwrap_that_cannot_create_namespaces_is_refused(monkeypatch, tmp_path):
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to creating new namespace, likely because the kernel "
+                    "does not allow non-privileged user namespaces' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv(BWRAP_ENV, str(fake))
+    with pytest.raises(SandboxError, match="cannot create its sandbox here: bwrap: No permissions to creating"):
+        Sandbox()
+
+
+def test_a_bwrap_that_does_not_confine_is_refused(monkeypatch, tmp_path):
+    """A fake bwrap that runs the command without any namespace: the zygote's own checks refuse to serve."""
+    fake = tmp_path / "bwrap"
+    fake.write_text('#!/bin/sh\nwhile [ "$1" != "--" ]; do shift; done\nshift\nn=$#\ni=0\n'  # drop the uid
+                    'for a in "$@"; do i=$((i+1)); [ $i -le $((n-2)) ] && set -- "$@" "$a"; done\n'
+                    'shift $n\ncd /\nexec "$@" -1 -1\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv(BWRAP_ENV, str(fake))
+    with pytest.raises(SandboxError, match="not confined"):
+        Sandbox()
+
+
+def test_unsafe_opt_out_runs_unconfined_and_says_so(monkeypatch, capfd):
+    monkeypatch.setenv(BWRAP_ENV, "/no/such/bwrap")
+    monkeypatch.setenv(UNSAFE_ENV, "1")
+    with Sandbox(["json"]) as box:
+        result = box.run_code("import json\nprint(json.dumps([1]))")
+        assert box.isolation == "unconfined" and not box.confined
+    assert result.ok and result.stdout == "[1]\n"
+    assert result.isolation == "unconfined" and result.confined is False
+    assert "UNCONFINED" in capfd.readouterr().err
+
+
+def test_bwrap_command_line_has_every_isolation_flag():
+    argv, fds = sandbox_module._bwrap_command("bwrap", sys.path, 64, ["python"], os.geteuid() == 0, 3000000001,
+                                              3000000001)
+    for fd in fds:
+        os.close(fd)
+    for flag in ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--die-with-parent", "--new-session",
+                 "--clearenv", "--remount-ro"):
+        assert flag in argv
+    assert argv[argv.index("--tmpfs") - 1] == str(64 << 20)  # the scratch tmpfs is size-limited
+    binds = [argv[i + 1] for i, a in enumerate(argv) if a == "--ro-bind"]
+    assert not any(b.startswith(("/home", "/tmp", "/var/tmp")) or b.endswith("/.git") for b in binds)
+    assert os.path.join(sandbox_module._ROOT, "shared") in binds and sandbox_module._ROOT not in binds
+    if os.geteuid() == 0:
+        assert "--cap-drop" in argv and "--unshare-user" not in argv
+    else:
+        assert argv[argv.index("--uid") + 1] == "3000000001" and "--disable-userns" in argv
