@@ -92,6 +92,8 @@ def load_claims_file(path: str | Path) -> dict:
     if isinstance(data, list):
         raise ConfigError(f"{path}: key '<top level>': a list of claims is the v1 format; audit v2 wants "
                           "{version: 2, reduced: {...}, claims: [...]} (see shared/claims/__init__.py)")
+    if isinstance(data, dict) and isinstance(data.get("official_not_addressed"), dict):  # YAML reads 3: as an int
+        data["official_not_addressed"] = {str(k): v for k, v in data["official_not_addressed"].items()}
     doc = validate(data, "claims.schema.json", where=str(path))
     seen = set()
     for i, claim in enumerate(doc["claims"]):
@@ -278,15 +280,8 @@ def evaluate_claim(claim: dict, results_dir: str | Path, scale: str, *, reduced:
         return Verdict(verdict=MISSING, detail=str(exc), **base)
     except TypeError as exc:
         return Verdict(verdict=MISSING, detail=str(exc), **base)
-    failed = _failed_precondition(claim, results_dir, scale)
-    if failed:
-        return Verdict(verdict=NOT_EVALUATED, outcome=out, spread=spread, detail=failed, **base)
-    if out is None:
-        return Verdict(verdict=NOT_EVALUATED, spread=spread,
-                       detail="the experiment recorded no value (null) for this metric", **base)
-    verdict, detail = _decide(claim, out, scale, reduced)
-    control, control_name = None, None
-    if "control" in claim:
+    control, control_name, control_problem = None, None, ""
+    if "control" in claim:  # evaluated whatever the rest gives, so that the report always shows it
         control_name = claim["control"]["name"]
         try:
             control = _outcome(claim["control"], results_dir, check, interval)
@@ -294,11 +289,20 @@ def evaluate_claim(claim: dict, results_dir: str | Path, scale: str, *, reduced:
             return Verdict(verdict=MISSING, outcome=out, spread=spread, control_name=control_name,
                            detail=f"control {control_name!r}: {exc}", **base)
         if control is None:
-            detail = "; ".join(x for x in (detail, f"control {control_name!r} recorded no value") if x)
-        if claim["kind"] == "paper" and verdict in (REPRODUCED, REPRODUCED_REDUCED) and (
-                control is None or control.result != FAIL):
-            verdict = CANNOT_FAIL
-            detail = "; ".join(x for x in (detail, f"the claim also holds (or is not refuted) under its control "
-                                                    f"{control_name!r}, so this run cannot tell") if x)
+            control_problem = f"control {control_name!r} recorded no value"
+    controlled = dict(spread=spread, control=control, control_name=control_name)
+    failed = _failed_precondition(claim, results_dir, scale)
+    if failed:
+        return Verdict(verdict=NOT_EVALUATED, outcome=out, detail=failed, **controlled, **base)
+    if out is None:
+        return Verdict(verdict=NOT_EVALUATED, detail="the experiment recorded no value (null) for this metric",
+                       **controlled, **base)
+    verdict, detail = _decide(claim, out, scale, reduced)
+    detail = "; ".join(x for x in (detail, control_problem) if x)
+    if claim["kind"] == "paper" and "control" in claim and verdict in (REPRODUCED, REPRODUCED_REDUCED) and (
+            control is None or control.result != FAIL):
+        verdict = CANNOT_FAIL
+        detail = "; ".join(x for x in (detail, f"the claim also holds (or is not refuted) under its control "
+                                                f"{control_name!r}, so this run cannot tell") if x)
     return Verdict(verdict=verdict, outcome=out, spread=spread, control=control, control_name=control_name,
                    detail=detail, **base)

@@ -27,6 +27,9 @@ What the words mean:
   noise off, a random baseline...). The workflow runs the controls; a claim that also holds under its control
   **cannot fail** and is counted with the checks, never as reproduced.
 - **checks** test our own harness, libraries and identities; **findings** are audit findings about the paper.
+- **paper claims (judged)**: how many of the paper's claims we list, and in brackets how many of them were
+  actually tested (all but those not evaluated); for the LLM-side papers without a capable model this is
+  often none.
 - **official claims** are the scored claims of the ICML 2026 reproducibility challenge, where they were found;
   each report maps our claims onto them and gives one combined verdict per official claim.
 
@@ -35,7 +38,7 @@ report disagrees with the committed one, when a committed report is older than t
 claims (or the shared modules it imports), or when an official claim is neither addressed nor given a reason.
 """
 
-_HEADER = ["| paper | fidelity | official addressed | paper claims | reproduced | reduced | not reproduced | "
+_HEADER = ["| paper | fidelity | official addressed | paper claims (judged) | reproduced | reduced | not reproduced | "
            "inconclusive | not evaluated | checks passing | without a control | experiment wall (s) | commit |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 _SUMMED = ("official_addressed", "official_total", "paper_total", "reproduced", "reduced", "not_reproduced",
@@ -55,7 +58,8 @@ def _blocks(scale: str) -> list[dict]:
 def _row(b: dict) -> str:
     c = b["counts"]
     official = f"{c['official_addressed']} of {c['official_total']}" if c["official_total"] else "none located"
-    return (f"| [{b['slug']}]({b['file']}) | {b['fidelity']} | {official} | {c['paper_total']} | {c['reproduced']} | "
+    return (f"| [{b['slug']}]({b['file']}) | {b['fidelity']} | {official} | "
+            f"{c['paper_total']} ({c['paper_total'] - c['not_evaluated']}) | {c['reproduced']} | "
             f"{c['reduced']} | {c['not_reproduced']} | {c['inconclusive']} | {c['not_evaluated']} | "
             f"{c['checks_passing']} of {c['checks_total']} | {c.get('no_control', 0)} | {b['wall_s']:.0f} | "
             f"`{b['commit'][:10]}` |")

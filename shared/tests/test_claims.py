@@ -336,3 +336,18 @@ def test_report_inputs_include_the_engine(tiny_repo):
     root, _ = tiny_repo
     inputs = report_inputs("p", root)
     assert "shared/claims" in inputs and "papers/p/claims.yaml" in inputs and "papers/p/tests" not in inputs
+
+
+def test_the_control_is_shown_even_when_a_precondition_fails(tmp_path):
+    _write(tmp_path, {"x": -1.0, "ctl": 0.5, "ok": 0})
+    pre = [{"name": "real-llm", "metric": {**SAMPLES, "key": "ok"}, "check": {"op": "==", "value": 1}}]
+    v = evaluate_claim(_claim(metric=SAMPLES, requires=pre, control={"name": "off", "metric": {**SAMPLES, "key": "ctl"}}),
+                       tmp_path, "quick")
+    assert v.verdict == NOT_EVALUATED and v.control is not None and v.control_flips is True
+
+
+def test_integer_keys_of_official_not_addressed_are_read_as_indices(tmp_path):
+    path = tmp_path / "claims.yaml"
+    path.write_text("version: 2\nreduced: {}\nofficial_not_addressed:\n  3: needs a 70B model\nclaims:\n"
+                    + yaml.safe_dump([_claim(metric=SAMPLES)]))
+    assert load_claims_file(path)["official_not_addressed"] == {"3": "needs a 70B model"}
