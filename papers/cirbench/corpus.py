@@ -108,10 +108,25 @@ def _check_sidecar(name: str, entry: dict, sig: dict) -> None:
                           f"signature compiles to {sig['ret']}({', '.join(sig['params'])})")
 
 
+def _compile_file(f: str, extra_sources: dict, *, frontend: str, clang: str) -> str:
+    if f not in extra_sources:
+        return compile_c(KERNEL_DIR / f, frontend=frontend, clang=clang)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f
+        path.write_text(extra_sources[f])
+        return compile_c(path, frontend=frontend, clang=clang)
+
+
 def build_corpus(names: list[str] | None = None, *, frontend: str = "zig", levels=("O1", "O3"),
-                 sidecar: dict | None = None, clang: str = "clang-19") -> dict[str, Kernel]:
-    """Compile the kernels (all, or ``names``) and derive their -O1/-O3 IR; sorted by name."""
+                 sidecar: dict | None = None, clang: str = "clang-19",
+                 extra_sources: dict[str, str] | None = None) -> dict[str, Kernel]:
+    """Compile the kernels (all, or ``names``) and derive their -O1/-O3 IR; sorted by name.
+
+    ``extra_sources``: C text by file name for files that are not in ``kernels/`` (the generated kernels of
+    :mod:`papers.cirbench.generator`); their kernels must be in ``sidecar``.
+    """
     sidecar = sidecar or load_sidecar()
+    extra_sources = extra_sources or {}
     if names is not None:
         missing = [n for n in names if n not in sidecar]
         if missing:
@@ -120,7 +135,7 @@ def build_corpus(names: list[str] | None = None, *, frontend: str = "zig", level
     files = sorted({sidecar[n]["file"] for n in wanted})
     modules = {}
     for f in files:
-        modules.update(split_module(compile_c(KERNEL_DIR / f, frontend=frontend, clang=clang)))
+        modules.update(split_module(_compile_file(f, extra_sources, frontend=frontend, clang=clang)))
     for n in wanted:
         if n not in modules:
             raise CorpusError(f"kernel {n!r}: no such function in {sidecar[n]['file']}")

@@ -32,7 +32,8 @@ from shared.results import atomic_write_text
 from papers.cirbench import ir as IR
 from papers.cirbench import perf as P
 from papers.cirbench import tools as T
-from papers.cirbench.corpus import build_corpus
+from papers.cirbench.corpus import build_corpus, load_sidecar
+from papers.cirbench.generator import GENERATED_FILE, dedupe_by_ir, generate_loop_kernels
 from papers.cirbench.equiv import check_batch, check_equivalence
 from papers.cirbench.instances import build_instances, oracle_from_facts, prompt
 from papers.cirbench.metrics import analysis_scores, parse_analysis_reply, pass_at_k
@@ -194,7 +195,8 @@ def benchmark(params: dict, ctx: RunContext):
     """The whole harness at one scale (see the module docstring)."""
     n = int(params.get("n_samples", 5))
     t0 = time.perf_counter()
-    corpus = build_corpus(params.get("kernels"))
+    corpus, corpus_info = corpus_with_generated(params.get("kernels"), int(params.get("generated_kernels", 0)),
+                                                ctx.seed)
     t_corpus = time.perf_counter() - t0
     instances = build_instances(corpus, params["sizes"], ctx.generator("instances"))
     backend = get_backend(scripted=scripted_fn, scripted_model=SCRIPTED_MODEL)
@@ -249,8 +251,11 @@ def benchmark(params: dict, ctx: RunContext):
     by_id = {i.id: i for i in instances}
 
     rows, metrics = [], {"llm_backend": backend.name, "llm_model": backend.model, "llm_label": backend.label,
-                         "is_llm": bool(backend.is_llm), "n_kernels": len(corpus),
-                         "n_instances": {t: sum(i.track == t for i in instances) for t in TRACKS}}
+                         "is_llm": bool(backend.is_llm), "n_kernels": len(corpus), "corpus": corpus_info,
+                         "n_instances": {t: sum(i.track == t for i in instances) for t in TRACKS},
+                         # instances whose input IR no earlier instance of the track has (repeats add no new input)
+                         "n_distinct_inputs": {t: len({i.input_ir for i in instances if i.track == t})
+                                               for t in TRACKS}}
     tracks, monotone_ok = {}, True
     for t in TRACKS:
         for r in rewriters:
@@ -367,6 +372,15 @@ def benchmark(params: dict, ctx: RunContext):
     metrics["llm_median"] = (int(llm_sp["direct"]["median"] < 1.0 and llm_sp["copilot"]["median"] >
                                  llm_sp["direct"]["median"]) if "direct" in llm_sp and "copilot" in llm_sp
                              else None)
+    # ---- per-instance samples of the LLM claims, for the LLM row and for the controls (audit v2)
+    metrics["backend"] = backend_info(backend)
+    per_track = {t: [i for i in instances if i.track == t] for t in TRACKS}
+    metrics["llm_claims"] = claim_samples("llm", samples, per_track, speed, n) if model_row == "llm" else \
+        claim_samples(None, samples, per_track, speed, n)
+    metrics["control"] = {
+        "o3": claim_samples("O3", samples, per_track, speed, n),
+        # a model that writes exactly the requested pass's output: Equiv@1 = the reference is judged EQ, EM@1 = 1
+        "pass_oracle": {"refactor_equiv_minus_em": [float(x["verdict"] == "EQ") - 1.0 for x in ref_rows] or None}}
     t_perf = time.perf_counter() - t2
 
     # ---- artefacts for the plots (deterministic) and timings (run-dependent, provenance only)
@@ -382,6 +396,61 @@ def benchmark(params: dict, ctx: RunContext):
                time_eval_s=round(t_eval, 2), time_perf_s=round(t_perf, 2), n_checks=len(scorer.cache),
                cpu=_cpu_name())
     return rows, metrics
+
+
+def corpus_with_generated(names, n_generated: int, seed: int) -> tuple[dict, dict]:
+    """The hand-written kernels (all, or ``names``) plus ``n_generated`` generated loop kernels
+    (:mod:`papers.cirbench.generator`), keeping only generated kernels whose normalised -O0 IR differs from every
+    other kernel's. Returns (corpus, {n_handwritten, n_generated, n_generated_distinct})."""
+    if n_generated <= 0:
+        corpus = build_corpus(names)
+        return corpus, {"n_handwritten": len(corpus), "n_generated": 0, "n_generated_distinct": 0}
+    text, gen_sidecar = generate_loop_kernels(n_generated, seed)
+    sidecar = {**load_sidecar(), **gen_sidecar}
+    hand = sorted(names or load_sidecar())
+    corpus = build_corpus(hand + sorted(gen_sidecar), sidecar=sidecar, extra_sources={GENERATED_FILE: text})
+    order = hand + sorted(gen_sidecar)
+    norm = IR.batch([("normalise", (corpus[k].o0, k)) for k in order])
+    kept = set(dedupe_by_ir(order, {k: r["text"] for k, r in zip(order, norm)}))
+    corpus = {k: v for k, v in corpus.items() if k in kept or k in hand}
+    return corpus, {"n_handwritten": len(hand), "n_generated": n_generated,
+                    "n_generated_distinct": sum(k in kept for k in gen_sidecar)}
+
+
+def backend_info(backend) -> dict:
+    """Which backend answered as the model; ``is_real_llm`` is 1 for a language model (endpoint, replay, local),
+    0 for the scripted stand-in (a number, so that a claim's precondition can check it)."""
+    real = bool(backend.is_llm) and "scripted" not in backend.model.lower()
+    return {"name": backend.name, "model": backend.model, "label": backend.label, "is_real_llm": int(real)}
+
+
+def claim_samples(rewriter, samples, per_track, speed, n) -> dict:
+    """Per-instance values of the LLM claims for one rewriter (all None when ``rewriter`` is None):
+
+    ``direct_slower``: 1 when the Direct speedup over -O3 is below 1 (their mean exceeds 1/2 iff the median
+    speedup is below 1); ``copilot_gain_log``: log(Copilot speedup / Direct speedup); ``transform_equiv1``:
+    Equiv@1 of each Transform instance; ``refactor_equiv_minus_em``: Equiv@1 - EM@1 of each Refactor instance;
+    ``transform_valid1``: mean Valid@1 on Transform; ``n_speedup``: instances with a Direct speedup.
+    """
+    keys = ("direct_slower", "copilot_gain_log", "transform_equiv1", "refactor_equiv_minus_em", "transform_valid1",
+            "n_speedup")
+    if rewriter is None:
+        return {k: None for k in keys}
+    sp = speed.get(rewriter, {})
+    direct = sp.get("direct", {}).get("per_instance", {})
+    copilot = sp.get("copilot", {}).get("per_instance", {})
+
+    def at1(inst, key):
+        ss = samples.get((rewriter, inst.id))
+        return pass_at_k(len(ss), sum(bool(x[key]) for x in ss), 1) if ss else 0.0
+    trans, refac = per_track.get("transform", []), per_track.get("refactor", [])
+    out = {"direct_slower": [float(direct[i] < 1.0) for i in sorted(direct)] or None,
+           "copilot_gain_log": [float(np.log(copilot[i] / direct[i])) for i in sorted(direct) if i in copilot] or None,
+           "transform_equiv1": [float(at1(i, "equiv")) for i in trans] or None,
+           "refactor_equiv_minus_em": [float(at1(i, "equiv") - at1(i, "em")) for i in refac] or None,
+           "transform_valid1": float(np.mean([at1(i, "valid") for i in trans])) if trans else None,
+           "n_speedup": len(direct)}
+    return out
 
 
 PLUMBING_LABEL = "PLUMBING RUN (not an LLM score)"

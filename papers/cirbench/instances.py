@@ -233,8 +233,9 @@ def build_instances(corpus: dict, sizes: dict, rng: np.random.Generator) -> list
     n_loop = min(len(loops), -(-2 * n_t // 3))
     pick = list(rng.choice(loops, n_loop, replace=False)) + \
         list(rng.choice(scalars, min(len(scalars), n_t - n_loop), replace=False))
+    unused = [n for n in names if n not in set(pick)]  # distinct inputs first, repeats only when none is left
     while len(pick) < n_t:
-        pick.append(names[int(rng.integers(len(names)))])
+        pick.append(unused.pop(int(rng.integers(len(unused)))) if unused else names[int(rng.integers(len(names)))])
     for i, n in enumerate(pick):
         k = corpus[str(n)]
         out.append(Instance(f"transform-{i:03d}", "transform", k.name, k.name, k.o0, reference=k.o3,

@@ -189,7 +189,8 @@ def _multi(inp):
     x = {(i, j, p): f"t_{i}_{j}_{p}" for i in I for j in J for p in P}
     cons = [Constraint({x[i, j, p]: 1.0 for j in J}, "==", sup[i, p], f"sup_{i}_{p}") for i in I for p in P]
     cons += [Constraint({x[i, j, p]: 1.0 for i in I}, "==", dem[j, p], f"dem_{j}_{p}") for j in J for p in P]
-    cons += [Constraint({x[i, j, p]: 1.0 for p in P}, "<=", lim[i, j], f"lim_{i}_{j}") for i in I for j in J]
+    # limit is laid out [destination][origin] in the sample (READINGS["multi"]): Limit_{i,j} = limit[j][i]
+    cons += [Constraint({x[i, j, p]: 1.0 for p in P}, "<=", lim[j, i], f"lim_{i}_{j}") for i in I for j in J]
     return Formulation(_vars(x.values()), {x[k]: cost[k] for k in x}, "min", cons)
 
 
@@ -283,8 +284,11 @@ READINGS = {
     "flowshop_scheduling": "JobSchedule binary (stated 1/0), StartTime continuous; proces_time as [job][machine].",
     "knapsack_optimization": "KnapsackItems binary (an inclusion indicator).",
     "media_selection": "IsSelectedMIP binary (stated); incidence_matrix as [audience][media].",
-    "multi": "supply [origin][product], demand [destination][product], limit [origin][destination], cost "
-             "[origin][destination][product].",
+    "multi": "supply [origin][product], demand [destination][product], cost [origin][destination][product]; "
+             "limit [destination][origin]: read [origin][destination] (the statement's index order) the sample "
+             "is infeasible (destination 0 needs 60 units in all, its two inbound limits sum to 55), and "
+             "[destination][origin] is the only layout under which the sample has an optimum at all (reading "
+             "demand as [product][destination] instead changes nothing on the sample).",
     "netasgn": "Constraints 1 and 2 sum over the other index only (the statement's double sum is a typo that "
                "would equate every person's supply with the total).",
     "netmcol": "Ship indexed by link (the sample's Links list) and product; flow balance supply + inflow = demand + "

@@ -15,9 +15,10 @@ import time
 
 import numpy as np
 
+from shared import seeding
 from shared.experiment import RunContext, main
-from shared.lm.backends import (DEFAULT_MAX_TOKENS, SCRIPTED_LABEL, ReplayBackend, ReplayMissError, ScriptedBackend,
-                                cache_key, get_backend)
+from shared.lm.backends import (DEFAULT_MAX_TOKENS, SCRIPTED_LABEL, Backend, ReplayBackend, ReplayMissError,
+                                ScriptedBackend, cache_key, get_backend)
 from shared.results import write_arrays
 
 from papers.sacopt import problems as G
@@ -25,7 +26,7 @@ from papers.sacopt.complexor import audit as complexor_audit
 from papers.sacopt.datasets import DATASETS, load_dataset
 from papers.sacopt.execution import run_model_program
 from papers.sacopt.formulation import solve_formulation
-from papers.sacopt.pipeline import (COSINE_THRESHOLD, ScriptedModeller, run_forward_only, run_sacopt,
+from papers.sacopt.pipeline import (COSINE_THRESHOLD, ScriptedModeller, judge_flags, run_forward_only, run_sacopt,
                                     run_standard)
 from papers.sacopt.scoring import answers_match, asks_rounding
 
@@ -60,7 +61,7 @@ class CachedExecutor:
 def data(params: dict, ctx: RunContext):
     """Loaders and answer statistics of the mirrored benchmarks (``limit`` items each at smoke)."""
     limit = params.get("limit")
-    rows, metrics = [], {"datasets": {}}
+    rows, metrics, sizes = [], {"datasets": {}}, {}
     for name in DATASETS:
         try:
             items = load_dataset(name)
@@ -75,10 +76,17 @@ def data(params: dict, ctx: RunContext):
         stats = {"n_items": total, "n_loaded": len(items), "n_no_best": sum(p.answer is None for p in items),
                  "n_integer_answer": sum(float(a).is_integer() for a in numeric),
                  "n_asks_rounding": sum(asks_rounding(p.text) is not None for p in items),
-                 "n_negative": sum(a < 0 for a in numeric)}
+                 "n_asks_integer": sum(asks_rounding(p.text) == 0 for p in items),
+                 "n_negative": sum(a < 0 for a in numeric),
+                 "gold_self_match": _gold_self_match(items)}
         metrics["datasets"][name] = stats
+        sizes[name] = total
         for k, v in stats.items():
             rows.append({"method": name, "seed": 0, "step": 0, "metric": k, "value": v})
+    loaded = [stats for stats in metrics["datasets"].values() if "skipped" not in stats]
+    metrics["gold_self_match_min"] = min((st["gold_self_match"] for st in loaded), default=None)
+    metrics["dataset_sizes"] = {"min_items": min(sizes.values(), default=None),
+                                "max_items": max(sizes.values(), default=None)}
     # ComplexOR audit: the project's reference formulations (papers/sacopt/complexor.py, written from each
     # gt_model.txt) solved on the sample input vs the recorded output (rel 1e-6); every problem, also at smoke
     try:
@@ -96,6 +104,14 @@ def data(params: dict, ctx: RunContext):
                      "value": float(r["match"]), "problem": r["problem"], "status": r["status"],
                      "reference": r["reference"], "recorded": r["recorded"]})
     return rows, metrics
+
+
+def _gold_self_match(items) -> float:
+    """Share of items whose gold answer, submitted as the prediction, scores as correct under the question's
+    rounding ("No Best Solution" submitted as "infeasible"); 1.0 unless the scorer is wrong."""
+    ok = [answers_match("infeasible" if p.answer is None else p.answer, p.answer, rounding=asks_rounding(p.text))
+          for p in items]
+    return float(np.mean(ok)) if ok else 1.0
 
 
 # ------------------------------------------------------------------------------------------------- harness
@@ -293,7 +309,8 @@ def embedding(params: dict, ctx: RunContext):
     metrics = {"n_pairs": len(kinds), "threshold": COSINE_THRESHOLD, "fault_share_above": share,
                "fault_share_above_by_kind": by_kind, "consistent_share_above": float(np.mean(cos_c >= COSINE_THRESHOLD)),
                "fault_cosine_mean": float(np.mean(cos_f)), "consistent_cosine_mean": float(np.mean(cos_c)),
-               "blindspot_confirmed": bool(share >= 0.5)}
+               "blindspot_confirmed": bool(share >= 0.5),
+               "fault_above_per_pair": [float(c >= COSINE_THRESHOLD) for c in cos_f]}
     return rows, metrics
 
 
@@ -333,50 +350,191 @@ def _replay_roundtrip(ctx, n):
     return same, miss
 
 
+class SharedCalls(Backend):
+    """A backend that answers a request it has already seen in this run from memory (temperature 0).
+
+    The pipelines of one item then share their identical calls (the forward stage of forward-only and SAC-Opt,
+    the whole of SAC-Opt with MAX_ITER = 0), so a paired difference measures the backward loop alone and the
+    control "backward loop off" is exactly forward-only even on an endpoint that is not bit-reproducible.
+    """
+
+    def __init__(self, inner: Backend, *, max_tokens: int | None = None):
+        super().__init__(inner.model)
+        self.inner, self.name, self.is_llm, self.memo = inner, inner.name, inner.is_llm, {}
+        self.max_tokens = max_tokens  # a cap on new tokens per call (the local model on CPU), None = no cap
+
+    def _complete(self, messages, *, n, temperature, max_tokens, seed, key):
+        if key in self.memo:
+            texts, prompt_tokens, completion_tokens = self.memo[key]
+            return list(texts), prompt_tokens, completion_tokens, True
+        if self.max_tokens is not None:
+            max_tokens = min(max_tokens, self.max_tokens)
+        texts = self.inner.complete(messages, n=n, temperature=temperature, max_tokens=max_tokens, seed=seed)
+        rec = self.inner.calls[-1]
+        self.memo[key] = (list(texts), rec.prompt_tokens, rec.completion_tokens)
+        return texts, rec.prompt_tokens, rec.completion_tokens, rec.cached
+
+
+def backend_info(backend) -> dict:
+    """Which backend produced the llm metrics; ``is_real_llm`` is 1 only for a language model (endpoint, replay
+    of an endpoint recording, local transformers model), 0 for none or a scripted stand-in (a number, so that a
+    claim's precondition can check it)."""
+    if backend is None:
+        return {"name": "none", "model": None, "label": "none (no LLM backend configured)", "is_real_llm": 0}
+    real = bool(backend.is_llm) and "scripted" not in backend.model.lower()
+    return {"name": backend.name, "model": backend.model, "label": backend.label, "is_real_llm": int(real)}
+
+
+def _points(a: list[bool], b: list[bool]) -> list[float]:
+    """Per-item paired difference in accuracy points: 100 (a_i - b_i), each in {-100, 0, 100}."""
+    return [100.0 * (int(x) - int(y)) for x, y in zip(a, b)]
+
+
+LLM_ARMS = {  # name -> runner(problem, backend): the four pipelines and the ablation / control variants
+    "forward-only": lambda pr, be: run_forward_only(pr, be),
+    "standard": lambda pr, be: run_standard(pr, be),
+    "sacopt-prompt": lambda pr, be: run_sacopt(pr, be, coverage="prompt"),
+    "sacopt-math": lambda pr, be: run_sacopt(pr, be, coverage="math"),
+    "sacopt-no-loop": lambda pr, be: run_sacopt(pr, be, coverage="prompt", max_iter=0),      # control
+    "sacopt-no-debug": lambda pr, be: run_sacopt(pr, be, coverage="prompt", max_debug=0),    # ablation (Table 2)
+    "sacopt-no-loop-no-debug": lambda pr, be: run_sacopt(pr, be, coverage="prompt", max_iter=0, max_debug=0),
+}
+ABLATION_DATASET = "nl4opt"  # the paper's Table 2
+
+
+def _null_llm_metrics(datasets) -> dict:
+    return {"accuracy": {n: {p: None for p in PIPELINES} for n in datasets}, "diff": {n: None for n in datasets},
+            "paired_diff": {n: None for n in datasets}, "per_dataset_diffs": None, "diff_complexlp": None,
+            "diff_average": None, "forward_mean_accuracy": None,
+            "ablation": {"no_debug_minus_no_semantic": None, "accuracy": None},
+            "judge": {"n_pairs": None, "detection_rate": None, "false_alarm_rate": None,
+                      "detect_minus_false_alarm": None},
+            "control": {"backward_off": {"paired_diff": {n: None for n in datasets}, "per_dataset_diffs": None},
+                        "semantic_off": {"no_debug_minus_no_semantic": None},
+                        "no_fault": {"detect_minus_false_alarm": None}}}
+
+
 def llm(params: dict, ctx: RunContext):
-    """Forward-only, standard prompting and SAC-Opt (both coverages) on the benchmarks with a real LLM backend
-    (endpoint or replay); without one every accuracy is null ("not evaluated")."""
+    """Forward-only, standard prompting and SAC-Opt (both coverages) on the benchmarks with an LLM backend
+    (endpoint, replay or local); without one every accuracy is null ("not evaluated").
+
+    Recorded per dataset: accuracies, the per-item paired difference SAC-Opt - forward-only in points (the samples
+    of the accuracy claims) and the same for the control "backward loop off" (SAC-Opt with MAX_ITER = 0, which
+    must show no gain); on NL4Opt the ablation of the paper's Table 2: SAC-Opt without debugging minus SAC-Opt
+    without semantic correction (= forward-only), and its control with the loop off in both arms.
+    ``backend.is_real_llm`` says whether a language model produced them. With the local SmolLM2 backend only
+    ``local_limit`` items per dataset (and judge pairs) run, at most ``local_max_tokens`` new tokens per call: it
+    cannot pass the claims' floor, so the run only shows that the path works and the claims read "not evaluated".
+    """
     backend = None
-    if os.environ.get("REPRO_LLM_BACKEND", "scripted").strip().lower() not in ("", "scripted"):
-        backend = get_backend()
+    choice = os.environ.get("REPRO_LLM_BACKEND", "scripted").strip().lower()
+    if choice not in ("", "scripted"):
+        inner = get_backend()
+        if inner.name == "local":  # SmolLM2 on CPU: a few items per dataset, short replies (it is below the floor)
+            params = {**params, "limit": min(int(params.get("limit") or 10 ** 9), int(params.get("local_limit", 2))),
+                      "judge_pairs": min(int(params.get("judge_pairs", 0)), int(params.get("local_limit", 2)))}
+            backend = SharedCalls(inner, max_tokens=int(params.get("local_max_tokens", 256)))
+        else:
+            backend = SharedCalls(inner)
     rt_same, rt_miss = _replay_roundtrip_safe(ctx, int(params.get("replay_problems", 2)))
-    metrics = {"llm_backend": backend.label if backend else "none", "replay_roundtrip_identical": rt_same,
-               "replay_miss_raises": rt_miss, "accuracy": {}, "diff": {}}
+    info = backend_info(backend.inner if backend else None)
+    metrics = {"llm_backend": info["label"] if backend else "none", "backend": info,
+               "replay_roundtrip_identical": rt_same, "replay_miss_raises": rt_miss}
+    metrics.update(_null_llm_metrics(params["datasets"]))
+    # the same fault injection with the scripted stand-in (SCRIPTED, exact judge): a check of the harness
+    n_judge = int(params.get("judge_pairs", 0))
+    harness_judge = _scripted_judge_harness(n_judge, ctx.seed)
+    metrics["judge_harness"] = {"llm_backend": SCRIPTED_LABEL, "detection_rate": harness_judge["detection_rate"],
+                                "false_alarm_rate": harness_judge["false_alarm_rate"],
+                                "exact": bool(harness_judge["detection_rate"] == 1.0
+                                              and harness_judge["false_alarm_rate"] == 0.0)}
     rows = []
-    diffs = []
+    if backend is not None:
+        _llm_accuracies(params, backend, metrics, rows)
+        _judge_audit(n_judge, backend, ctx.seed, metrics)
+    metrics["plumbing"], plumb_rows = _smollm2_plumbing(params, ctx)
+    rows += plumb_rows
+    if not rows:
+        rows = [{"method": "none", "seed": 0, "step": 0, "metric": "evaluated", "value": 0.0}]
+    return rows, metrics
+
+
+def _llm_accuracies(params, backend, metrics, rows):
+    diffs, control_diffs, forward = [], [], []
     for name in params["datasets"]:
-        if backend is None:
-            metrics["accuracy"][name] = {p: None for p in PIPELINES}
-            metrics["diff"][name] = None
-            continue
         items = load_dataset(name)[: params.get("limit")]
-        acc, oks = {}, {}
-        for pipe in PIPELINES:
-            fn = {"forward-only": lambda pr: run_forward_only(pr, backend),
-                  "standard": lambda pr: run_standard(pr, backend),
-                  "sacopt-prompt": lambda pr: run_sacopt(pr, backend, coverage="prompt"),
-                  "sacopt-math": lambda pr: run_sacopt(pr, backend, coverage="math")}[pipe]
-            ok = [answers_match(fn(pr).answer, pr.answer, rounding=asks_rounding(pr.text)) for pr in items]
-            oks[pipe] = ok
-            acc[pipe] = float(np.mean(ok))
-            rows.append({"method": pipe, "seed": 0, "step": 0, "metric": f"accuracy_{name}", "value": acc[pipe],
+        arms = list(LLM_ARMS) if name == ABLATION_DATASET else [*PIPELINES, "sacopt-no-loop"]
+        oks = {arm: [answers_match(LLM_ARMS[arm](pr, backend).answer, pr.answer, rounding=asks_rounding(pr.text))
+                     for pr in items] for arm in arms}
+        acc = {arm: float(np.mean(v)) for arm, v in oks.items()}
+        for arm, value in acc.items():
+            rows.append({"method": arm, "seed": 0, "step": 0, "metric": f"accuracy_{name}", "value": value,
                          "llm_backend": backend.label, "llm_model": backend.model})
         metrics["accuracy"][name] = acc
+        metrics["paired_diff"][name] = _points(oks["sacopt-prompt"], oks["forward-only"])
+        metrics["control"]["backward_off"]["paired_diff"][name] = _points(oks["sacopt-no-loop"], oks["forward-only"])
         metrics["diff"][name] = 100 * (acc["sacopt-prompt"] - acc["forward-only"])
+        diffs.append(metrics["diff"][name])
+        control_diffs.append(100 * (acc["sacopt-no-loop"] - acc["forward-only"]))
+        forward.append(acc["forward-only"])
+        if name == ABLATION_DATASET:
+            metrics["ablation"] = {
+                "no_debug_minus_no_semantic": _points(oks["sacopt-no-debug"], oks["forward-only"]),
+                "accuracy": {"full": acc["sacopt-prompt"], "no_semantic": acc["forward-only"],
+                             "no_debug": acc["sacopt-no-debug"]}}
+            metrics["control"]["semantic_off"]["no_debug_minus_no_semantic"] = _points(
+                oks["sacopt-no-loop-no-debug"], oks["forward-only"])
         if name == "complexor":  # also on the problems whose recorded output the reference formulation reproduces
             keep = {r["problem"] for r in complexor_audit(items)["rows"] if r["match"]}
             mask = [pr.id in keep for pr in items]
             metrics["complexor_reproducible"] = {
                 pipe: float(np.mean([o for o, m in zip(oks[pipe], mask) if m])) if any(mask) else None
                 for pipe in PIPELINES}
-        diffs.append(metrics["diff"][name])
     metrics["diff_complexlp"] = metrics["diff"].get("complexlp")
+    metrics["per_dataset_diffs"] = diffs
     metrics["diff_average"] = float(np.mean(diffs)) if diffs else None
-    metrics["plumbing"], plumb_rows = _smollm2_plumbing(params, ctx)
-    rows += plumb_rows
-    if not rows:
-        rows = [{"method": "none", "seed": 0, "step": 0, "metric": "evaluated", "value": 0.0}]
-    return rows, metrics
+    metrics["forward_mean_accuracy"] = float(np.mean(forward)) if forward else None
+    metrics["control"]["backward_off"]["per_dataset_diffs"] = control_diffs
+
+
+def judge_audit(n_pairs, backend, seed, modeller=None) -> tuple[dict, list[float]]:
+    """Fault injection for a judge: per pair, one constraint of a generated problem written correctly (its gold
+    fragment) and with one silent fault (the stand-in's fault law), each back-translated and judged with SAC-Opt's
+    own prompts. Detection = the faulty code is flagged, false alarm = the gold code is flagged; the per-pair
+    difference (points) is the sample list. Returns (metrics, control): the control "no fault" judges the gold code
+    in both arms (its per-pair differences must be 0). ``modeller``: the :class:`ScriptedModeller` that writes the
+    faults (the backend's own when it is the scripted stand-in, whose judge reads the code it wrote)."""
+    probs = G.generate_problems(max(1, n_pairs // 2), seed=seed + 51, verify=False)
+    sm = modeller or ScriptedModeller(probs, q=1.0, seed=seed)
+    rng = seeding.generator(seed, "judge-pairs")
+    fault, gold, same = [], [], []
+    for _ in range(n_pairs):
+        pr = probs[int(rng.integers(len(probs)))]
+        i = int(rng.integers(len(pr.specs)))
+        desc, cid = pr.anchors["constraints"][i], f"c{i}"
+        faulty_code, gold_code = sm._write(sm._fault(pr, i, pr.specs, rng)), sm._write(pr.specs[i])
+        fault.append(judge_flags(pr, backend, cid, desc, faulty_code))
+        gold.append(judge_flags(pr, backend, cid, desc, gold_code))
+        same.append(judge_flags(pr, backend, cid, desc, gold_code))
+    out = {"n_pairs": n_pairs, "detection_rate": float(np.mean(fault)), "false_alarm_rate": float(np.mean(gold)),
+           "detect_minus_false_alarm": _points(fault, gold)}
+    return out, _points(same, gold)
+
+
+def _scripted_judge_harness(n_pairs, seed) -> dict:
+    """:func:`judge_audit` with the scripted stand-in, whose exact judge must detect every injected fault and
+    flag no gold fragment (it checks that every injected fault changes the constraint's canonical form)."""
+    if n_pairs <= 0:
+        return {"detection_rate": None, "false_alarm_rate": None}
+    probs = G.generate_problems(max(1, n_pairs // 2), seed=seed + 51, verify=False)
+    sm = ScriptedModeller(probs, q=0.0, seed=seed)
+    return judge_audit(n_pairs, sm.backend(), seed, modeller=sm)[0]
+
+
+def _judge_audit(n_pairs, backend, seed, metrics):
+    if n_pairs > 0:
+        metrics["judge"], metrics["control"]["no_fault"]["detect_minus_false_alarm"] = judge_audit(
+            n_pairs, backend, seed)
 
 
 def _smollm2_plumbing(params, ctx):

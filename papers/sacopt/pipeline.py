@@ -33,7 +33,7 @@ from papers.sacopt.execution import run_model_program
 from papers.sacopt.formulation import solve_formulation
 from papers.sacopt.problems import GeneratedProblem
 
-__all__ = ["ModelingRun", "run_sacopt", "run_forward_only", "run_standard", "ScriptedModeller",
+__all__ = ["ModelingRun", "run_sacopt", "judge_flags", "run_forward_only", "run_standard", "ScriptedModeller",
            "COVERAGES", "COSINE_THRESHOLD", "MAX_ITER", "FAULT_KINDS", "OBJECTIVE_FAULT_KINDS", "Evaluation"]
 
 COVERAGES = ("prompt", "math")
@@ -222,6 +222,13 @@ def _run(problem, backend, *, pipeline, max_iter, coverage, max_debug, executor,
     return ModelingRun(problem.id, pipeline, answer, res.status, rounds, flagged_rounds, hashes, fragments,
                        len(calls), sum(c.prompt_tokens for c in calls), sum(c.completion_tokens for c in calls),
                        time.perf_counter() - start, backend.label, attempts, final, program, cosines)
+
+
+def judge_flags(problem, backend: Backend, cid: str, description: str, code: str, *, t: int = 1) -> bool:
+    """One step of the backward loop on one constraint: back-translate ``code`` and ask the judge (coverage
+    "prompt") whether it states ``description``; True when it is flagged (the judge does not answer YES)."""
+    bt = backend.complete(_bt_prompt(problem, cid, code, description, t))[0].strip()
+    return not backend.complete(_judge_prompt(problem, cid, description, bt, t))[0].strip().upper().startswith("YES")
 
 
 def _minilm_embed(texts):

@@ -93,7 +93,9 @@ def _datasets(results: Path, out: Path) -> None:
                          f"{r['status']} | {'yes' if r['match'] else 'NO'} |")
     else:
         lines.append(f"Not evaluated: {aud.get('skipped', 'no audit in the results')}.")
-    lines += ["", f"LLM backend: {llm['llm_backend']}.", ""]
+    info = llm.get("backend", {})
+    lines += ["", f"LLM backend: {llm['llm_backend']} (a language model: {'yes' if info.get('is_real_llm') else 'no'}).",
+              ""]
     if llm["llm_backend"] == "none":
         lines.append("Accuracy: not evaluated: no LLM backend (set REPRO_LLM_BACKEND=openai or replay).")
     else:
@@ -101,6 +103,11 @@ def _datasets(results: Path, out: Path) -> None:
                   "|---|" + "---:|" * (len(PIPELINES) + 1)]
         for name, acc in llm["accuracy"].items():
             lines.append(f"| {name} | " + " | ".join(_fmt(acc[p]) for p in PIPELINES) + f" | {_fmt(llm['diff'][name])} |")
+        abl = (llm.get("ablation") or {}).get("accuracy")
+        if abl:
+            lines += ["", "Ablation on NL4Opt (Table 2): accuracy full " + _fmt(abl["full"]) + ", without debugging "
+                      + _fmt(abl["no_debug"]) + ", without semantic correction (= forward-only) "
+                      + _fmt(abl["no_semantic"]) + "."]
         if llm.get("complexor_reproducible"):
             acc = llm["complexor_reproducible"]
             lines.append("| complexor (reproducible subset) | " + " | ".join(_fmt(acc[p]) for p in PIPELINES) + " | |")

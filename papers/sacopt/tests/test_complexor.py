@@ -21,6 +21,15 @@ def test_transport_with_limits(backend):
     assert _solve("nltrans", inp, backend).objective == pytest.approx(305.0)
 
 
+def test_multi_limit_is_destination_by_origin():
+    # one product; arc origin 0 -> destination 1 is cheapest (1 vs 5) but limit[1][0] = 0 closes it, so both
+    # origins ship to their own destination: 5*10 + 5*10. Read [origin][destination], the arc would stay open (60).
+    inp = {"supply": [[10], [10]], "demand": [[10], [10]], "limit": [[10, 10], [0, 10]],
+           "cost": [[[5], [1]], [[5], [5]]]}
+    res = _solve("multi", inp)
+    assert res.objective == pytest.approx(100.0) and res.x["t_0_1_0"] == pytest.approx(0.0)
+
+
 def test_diet_lp_matches_its_dual():
     # min 2a + 3b + 1.5c s.t. 2a + b + 3c >= 50, 3a + 4b + 2c >= 60: primal (16, 0, 6) and dual (0.1, 0.6) give 41
     inp = {"cost": [2, 3, 1.5], "f_min": [0, 0, 0], "f_max": [100, 100, 100], "n_min": [50, 60],
@@ -87,3 +96,5 @@ def test_real_audit_schema():
     assert res["n_with_gt_model"] == 17 and res["backends_agree"]
     assert len(res["mismatches"]) == 17 - res["n_reproduced"]
     assert all({"problem", "reference", "recorded", "status"} <= set(m) for m in res["mismatches"])
+    multi = next(r for r in res["rows"] if r["problem"] == "multi")
+    assert multi["status"] == "optimal" and multi["match"]
