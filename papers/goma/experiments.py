@@ -19,7 +19,7 @@ from shared.results import write_arrays, write_metrics
 from papers.goma import methods as M
 from papers.goma.metrics import first_reach, jackknife_se, loglog_slope, rate_envelope
 from papers.goma.pep import worst_case_with_status
-from papers.goma.problems import make_problem
+from papers.goma.problems import make_problem, with_state_dependent_noise
 
 __all__ = ["EXPERIMENTS", "log_steps", "deterministic", "budget", "stochastic", "pep", "performance", "stability"]
 
@@ -55,35 +55,54 @@ def _trace_rows(rows, method, seed, steps, instance, **series):
 
 
 # ------------------------------------------------------------------------------------------- deterministic
-def deterministic(params: dict, ctx: RunContext):
-    """All deterministic methods on every instance and seed; h_k at every k.
+def theorem1_ratio(grad_norm_sq, L: float, dist0_sq: float) -> float:
+    """max_k ||F(z_k)||^2 (k+6)^2 / (L^2 ||z_0 - z*||^2) over the finite entries; Theorem 1 bounds it by 264.
+    A diverged run keeps its entries up to the divergence (they exceed 1e20 h_0), so its ratio is huge."""
+    h = np.asarray(grad_norm_sq, dtype=float)
+    k = np.arange(h.size, dtype=float)
+    keep = np.isfinite(h)
+    return float(np.max(h[keep] * (k[keep] + 6.0) ** 2) / (float(L) ** 2 * float(dist0_sq)))
 
-    Metrics: ``<instance>.slope.<method>`` (mean over seeds of the log-log slope on [k_lo, K]) with
-    ``<instance>.slope_se.<method>``; ``p1.slope.min_eg_og``; ``envelope.max.<method>`` (max over all runs)
-    and ``envelope.runs.<instance>_s<seed>.<method>``; ``calls_per_iter.<method>`` (from the call counter).
+
+def _instance_K(spec: dict, K: int) -> int:
+    return int(spec.get("K", K))
+
+
+def deterministic(params: dict, ctx: RunContext):
+    """Deterministic variants (``methods.VARIANTS``) on every instance and seed; h_k at every k.
+
+    Metrics: ``<instance>.slope.<v>`` (mean over seeds of the log-log slope on [k_lo, K]) with
+    ``<instance>.slope_se.<v>``; ``p1.slope.min_eg_og``; ``envelope.max.<v>`` = max over runs of
+    max_k k^2 h_k / (L^2 ||z_0 - z*||^2); ``theorem1.max.<v>`` = max over runs of max_k (k+6)^2 h_k / (L^2
+    ||z_0 - z*||^2) (Theorem 1: <= 264 for goma_t1) and ``theorem1.runs.<instance>_s<seed>.<v>``;
+    ``calls_per_iter.<v>`` (from the call counter). Diverged runs (listed in ``may_diverge``) have no slope.
     """
     K, k_lo = int(params["K"]), int(params.get("k_lo", 100))
     methods = params.get("methods", list(M.DETERMINISTIC_METHODS))
     may_diverge = params.get("may_diverge", [])
-    rows, slopes, envelopes, calls_per_iter, arrays = [], {}, {}, {}, {}
-    steps = log_steps(K)
+    rows, slopes, envelopes, thm1, calls_per_iter, arrays = [], {}, {}, {}, {}, {}
     for inst, name, pparams, seeds in _instances(params):
+        Ki = _instance_K(params["instances"][inst], K)
+        steps = log_steps(Ki)
         for seed in seeds:
             problem = make_problem(name, seed=seed, **pparams)
             dist0 = float(np.sum((problem.z0 - problem.z_star) ** 2))
             for method in methods:
-                trace = M.run_deterministic(method, problem, K)
+                trace = M.run_variant(method, problem, Ki)
                 _check_diverged(trace, method, inst, may_diverge, f" (seed {seed}, steps {trace.params})")
                 h = trace.grad_norm_sq
                 if trace.diverged_at is None:
-                    slopes.setdefault(inst, {}).setdefault(method, []).append(loglog_slope(h, k_lo, K))
-                envelopes.setdefault(f"{inst}_s{seed}", {})[method] = rate_envelope(h, problem.L, dist0)
-                calls_per_iter.setdefault(method, set()).add(trace.calls_per_iter)
-                _trace_rows(rows, method, seed, steps, inst, grad_norm_sq=h, oracle_calls=trace.oracle_calls)
+                    slopes.setdefault(inst, {}).setdefault(method, []).append(loglog_slope(h, k_lo, Ki))
+                    envelopes.setdefault(f"{inst}_s{seed}", {})[method] = rate_envelope(h, problem.L, dist0)
+                thm1.setdefault(f"{inst}_s{seed}", {})[method] = theorem1_ratio(h, problem.L, dist0)
+                if trace.diverged_at is None:
+                    calls_per_iter.setdefault(method, set()).add(trace.calls_per_iter)
+                _trace_rows(rows, method, seed, steps, inst, grad_norm_sq=np.where(np.isfinite(h), h, np.nan),
+                            oracle_calls=trace.oracle_calls)
                 if seed == seeds[0]:
                     arrays[f"{inst}__{method}__h"] = h
                     arrays[f"{inst}__{method}__calls"] = trace.oracle_calls
-            ctx.log(f"{inst} seed {seed}: {len(methods)} methods, K={K}")
+            ctx.log(f"{inst} seed {seed}: {len(methods)} methods, K={Ki}")
     metrics = {"K": K, "k_lo": k_lo}
     for inst, by_method in slopes.items():
         metrics[inst] = {"slope": {}, "slope_se": {}}
@@ -94,9 +113,12 @@ def deterministic(params: dict, ctx: RunContext):
     if "p1" in metrics and {"eg", "og"} <= set(metrics["p1"]["slope"]):
         metrics["p1"]["slope"]["min_eg_og"] = min(metrics["p1"]["slope"]["eg"], metrics["p1"]["slope"]["og"])
     metrics["envelope"] = {
-        "max": {m: max(run[m] for run in envelopes.values() if m in run) for m in methods},
+        "max": {m: max(run[m] for run in envelopes.values() if m in run)
+                for m in methods if any(m in run for run in envelopes.values())},
         "runs": envelopes,
     }
+    metrics["theorem1"] = {"max": {m: max(run[m] for run in thm1.values()) for m in methods}, "runs": thm1,
+                           "constant": 264.0}
     for m, values in calls_per_iter.items():
         if len(values) != 1:
             raise RuntimeError(f"method {m!r} made a varying number of oracle calls per iteration: {values}")
@@ -109,14 +131,16 @@ def deterministic(params: dict, ctx: RunContext):
 def _iterations_for_budget(method: str, budget: int) -> int:
     """Iterations that use exactly ``budget`` oracle calls: B-1 for one-call methods (plus the initial
     call), B/2 for two-call methods."""
-    return budget - 1 if method in ("goma", "anchored_popov", "og") else budget // 2
+    base = M.VARIANTS[method][0] if method in M.VARIANTS else method
+    if base == "goma":
+        base = "og"
+    return budget - 1 if base in ("anchored_popov", "og") else budget // 2
 
 
 def budget(params: dict, ctx: RunContext):
-    """Equal oracle budget B on one instance: h at B calls for every method.
+    """Equal oracle budget B on one instance: h at B calls for every variant.
 
-    Metrics: ``budget.h.<method>`` and the ratios ``budget.ratio_goma_eagc`` (= h_GOMA / h_EAG-C),
-    ``budget.ratio_goma_feg``, ``budget.ratio_goma_eg``.
+    Metrics: ``budget.h.<v>`` and the ratios ``budget.ratio.<v>_over_<w>`` for the pairs in ``ratios``.
     """
     B = int(params["B"])
     if B < 2 or B % 2:
@@ -126,7 +150,7 @@ def budget(params: dict, ctx: RunContext):
     rows, h_at_budget, arrays = [], {}, {}
     for method in methods:
         n_iter = _iterations_for_budget(method, B)
-        trace = M.run_deterministic(method, problem, n_iter)
+        trace = M.run_variant(method, problem, n_iter)
         _check_diverged(trace, method, params["problem"], params.get("may_diverge", []))
         if int(trace.oracle_calls[-1]) != B:
             raise RuntimeError(f"method {method!r} used {trace.oracle_calls[-1]} oracle calls, not B={B}")
@@ -134,50 +158,127 @@ def budget(params: dict, ctx: RunContext):
         _trace_rows(rows, method, 0, log_steps(n_iter), params["problem"], grad_norm_sq=trace.grad_norm_sq,
                     oracle_calls=trace.oracle_calls)
         arrays[f"{method}__h"], arrays[f"{method}__calls"] = trace.grad_norm_sq, trace.oracle_calls
-    ratios = {f"ratio_goma_{m.replace('_', '')}": h_at_budget["goma"] / h_at_budget[m]
-              for m in ("eag_c", "feg", "eg") if m in h_at_budget and "goma" in h_at_budget}
+    ratios = {f"{a}_over_{b}": h_at_budget[a] / h_at_budget[b] for a, b in params.get("ratios", [])}
     write_arrays(ctx.out_dir / "traces.npz", **arrays)
-    return rows, {"budget": {"B": B, "h": h_at_budget, **ratios}}
+    return rows, {"budget": {"B": B, "h": h_at_budget, "ratio": ratios}}
 
 
 # --------------------------------------------------------------------------------------------- stochastic
-def stochastic(params: dict, ctx: RunContext):
-    """The stochastic methods on every stochastic instance, S trajectories vectorised as an (S, 2n) array.
+def _key(x: float) -> str:
+    return f"{float(x):g}".replace(".", "p")
 
-    Each method gets its own generator, spawned in the fixed method order from the stream (experiment,
-    instance) of the root seed. Metrics per instance: ``slope.<m>`` of the mean h_k on [k_lo, K] with its
-    jackknife standard error over trajectories ``slope_se.<m>``, ``slope.min_seg_sog``,
-    ``max_dist_ratio.<m>`` = max_k mean ||z_k - z*||^2 / ||z_0 - z*||^2, ``final_mean_h.<m>``,
-    ``calls_per_iter.<m>``.
+
+def _per_seed(runs: np.ndarray, seeds: int) -> np.ndarray:
+    """(n_runs, K+1) per-trajectory values -> (seeds, K+1) means over each seed's group of trajectories."""
+    n_runs = runs.shape[0]
+    return runs.reshape(seeds, n_runs // seeds, -1).mean(axis=1)
+
+
+def _theorem4_summary(trace, seeds: int, k_lo: int, K: int, L: float, kappa: float, sigma: float,
+                      dist0: float) -> dict:
+    """Per-seed statistics of one Theorem-4 run: slope of E h_k on [k_lo, K], E h_K, E h_K sqrt(K+1) / (the
+    Theorem-4 constant), max_k E||x_k - x*||^2 / ||x_0 - x*||^2, the same at k = K, and E||x_K - x*||^2 /
+    max_k E||x_k - x*||^2 (how far the iterates come back after the noise has pushed them out)."""
+    h = _per_seed(trace.grad_norm_sq_runs, seeds)
+    dist = _per_seed(trace.dist_sq_runs, seeds)
+    bound = M.theorem4_bound(L, kappa, dist0, sigma)
+    return {"slope_per_seed": [loglog_slope(row, k_lo, K) for row in h],
+            "final_h_per_seed": [float(row[-1]) for row in h],
+            "bound_ratio_per_seed": [float(row[-1] * np.sqrt(K + 1) / bound) for row in h],
+            "max_dist_ratio_per_seed": [float(np.max(row) / dist0) for row in dist],
+            "final_dist_ratio_per_seed": [float(row[-1] / dist0) for row in dist],
+            "return_ratio_per_seed": [float(row[-1] / np.max(row)) for row in dist],
+            "bound": bound}
+
+
+def stochastic(params: dict, ctx: RunContext):
+    """Theorem 4's single-call method under the state-dependent oracle, over a (kappa, sigma) sweep, with and
+    without the anchor (the control), and with a linearly increasing minibatch, on the paper's games.
+
+    ``seeds`` independent groups of ``S`` trajectories (an instance may set its own ``S``) run as one
+    (seeds*S, d) array; each configuration has
+    its own stream (experiment, instance, kappa, sigma, variant) of the root seed. Per-seed statistics are the
+    means over a group. Metrics under ``t4.<instance>.k<kappa>.s<sigma>.<anchor|noanchor>[_minibatch]``:
+    ``slope_per_seed``, ``final_h_per_seed``, ``bound_ratio_per_seed`` (E h_K sqrt(K+1) over Theorem 4's
+    constant), ``max_dist_ratio_per_seed``, ``final_dist_ratio_per_seed``; and the summaries the claims read
+    (``claims.*``, ``control.*``). ``baselines`` (SGDA, SEG, SOG, DSEG with their k^{-1/2}-type steps) run at
+    the largest sigma and kappa = 1 for the figure.
     """
-    K, S, k_lo = int(params["K"]), int(params["S"]), int(params.get("k_lo", 1000))
-    eta0 = float(params.get("eta0", 0.5))
-    methods = params.get("methods", list(M.STOCHASTIC_METHODS))
-    may_diverge = params.get("may_diverge", [])
-    rows, metrics, arrays = [], {"K": K, "S": S, "k_lo": k_lo}, {}
+    K, S, n_seeds, k_lo = int(params["K"]), int(params["S"]), int(params["seeds"]), int(params["k_lo"])
+    sigmas, kappas = [float(x) for x in params["sigmas"]], [float(x) for x in params["kappas"]]
+    s_max, k_main = max(sigmas), kappas[0]
+    minibatch_sigmas = [float(x) for x in params.get("minibatch_sigmas", [])]
+    rows, arrays, out = [], {}, {}
     steps = log_steps(K)
     for inst, name, pparams, seeds in _instances(params):
-        problem = make_problem(name, seed=seeds[0], **pparams)
-        dist0 = float(np.sum((problem.z0 - problem.z_star) ** 2))
-        gens = seeding.spawn(ctx.seed, len(methods), ctx.name, inst)
-        out = {k: {} for k in ("slope", "slope_se", "max_dist_ratio", "final_mean_h", "calls_per_iter")}
-        for method, rng in zip(methods, gens):
-            trace = M.run_stochastic(method, problem, K, n_runs=S, seed=rng, eta0=eta0)
-            _check_diverged(trace, method, inst, may_diverge)
-            h, dist = trace.mean_grad_norm_sq, trace.mean_dist_sq
-            if trace.diverged_at is None:
-                out["slope"][method] = loglog_slope(h, k_lo, K)
-                out["slope_se"][method] = jackknife_se(trace.grad_norm_sq_runs,
-                                                       lambda mean: loglog_slope(mean, k_lo, K))
-                out["max_dist_ratio"][method] = float(np.max(dist) / dist0)
-                out["final_mean_h"][method] = float(h[-1])
-            out["calls_per_iter"][method] = float(trace.oracle_calls[-1] - trace.oracle_calls[0]) / max(K, 1)
-            _trace_rows(rows, method, 0, steps, inst, mean_grad_norm_sq=h, mean_dist_sq=dist)
-            arrays[f"{inst}__{method}__h"], arrays[f"{inst}__{method}__dist"] = h, dist
-            ctx.log(f"{inst} {method}: S={S}, K={K}")
-        if {"seg", "sog"} <= set(out["slope"]):
-            out["slope"]["min_seg_sog"] = min(out["slope"]["seg"], out["slope"]["sog"])
-        metrics[inst] = out
+        base = make_problem(name, seed=seeds[0], **pparams)
+        dist0 = float(np.sum((base.z0 - base.z_star) ** 2))
+        spec = params["instances"][inst]
+        n_runs = n_seeds * int(spec.get("S", S))
+        configs = [(kappa, sigma, anchor, "one") for kappa in spec.get("kappas", kappas)
+                   for sigma in spec.get("sigmas", sigmas) for anchor in (True, False)]
+        if inst == params.get("main", inst):
+            configs += [(k_main, sigma, anchor, "linear") for sigma in minibatch_sigmas for anchor in (True, False)]
+        res = out.setdefault(inst, {})
+        for kappa, sigma, anchor, minibatch in configs:
+            problem = with_state_dependent_noise(base, sigma=sigma, kappa=kappa)
+            variant = ("anchor" if anchor else "noanchor") + ("_minibatch" if minibatch == "linear" else "")
+            rng = seeding.generator(ctx.seed, ctx.name, inst, f"k{_key(kappa)}", f"s{_key(sigma)}", variant)
+            trace = M.run_theorem4(problem, K, n_runs=n_runs, seed=rng, kappa=kappa, anchor=anchor,
+                                   minibatch=minibatch)
+            _check_diverged(trace, variant, inst, [])
+            summary = _theorem4_summary(trace, n_seeds, k_lo, K, base.L, kappa, sigma, dist0)
+            res.setdefault(f"k{_key(kappa)}", {}).setdefault(f"s{_key(sigma)}", {})[variant] = summary
+            label = f"t4_{variant}_k{_key(kappa)}_s{_key(sigma)}"
+            _trace_rows(rows, label, 0, steps, inst, mean_grad_norm_sq=trace.mean_grad_norm_sq,
+                        mean_dist_sq=trace.mean_dist_sq)
+            arrays[f"{inst}__{label}__h"], arrays[f"{inst}__{label}__dist"] = (trace.mean_grad_norm_sq,
+                                                                              trace.mean_dist_sq)
+            ctx.log(f"{inst} {variant} kappa={kappa:g} sigma={sigma:g}: slope "
+                    f"{np.mean(summary['slope_per_seed']):.3f}, bound ratio {max(summary['bound_ratio_per_seed']):.3g}")
+        if inst == params.get("main", inst):
+            problem = with_state_dependent_noise(base, sigma=s_max, kappa=1.0)
+            gens = seeding.spawn(ctx.seed, len(params.get("baselines", [])), ctx.name, inst, "baselines")
+            for method, rng in zip(params.get("baselines", []), gens):
+                trace = M.run_stochastic(method, problem, K, n_runs=n_runs, seed=rng, eta0=float(params.get(
+                    "eta0", 0.5)))
+                _check_diverged(trace, method, inst, params.get("may_diverge", []))
+                h = trace.mean_grad_norm_sq
+                res.setdefault("baselines", {})[method] = {"slope": loglog_slope(h, k_lo, K), "final_h": float(h[-1])}
+                arrays[f"{inst}__{method}__h"], arrays[f"{inst}__{method}__dist"] = h, trace.mean_dist_sq
+                _trace_rows(rows, method, 0, steps, inst, mean_grad_norm_sq=h, mean_dist_sq=trace.mean_dist_sq)
+    main = params.get("main", next(iter(out)))
+    top = out[main][f"k{_key(k_main)}"]
+    sweep = [by_sigma[skey] for inst in out for kkey, by_sigma in out[inst].items() if kkey != "baselines"
+             for skey in by_sigma]  # every (instance, kappa, sigma) configuration
+    noise_ratio = {f"k{_key(k)}": float(np.mean(out[main][f"k{_key(k)}"][f"s{_key(s_max)}"]["anchor"]["final_h_per_seed"])
+                                        / np.mean(out[main][f"k{_key(k)}"]["s0"]["anchor"]["final_h_per_seed"]))
+                   for k in kappas} if 0.0 in sigmas else {}
+
+    def sweep_max(variant):
+        return [float(max(cfg[variant]["bound_ratio_per_seed"][i] for cfg in sweep if variant in cfg))
+                for i in range(n_seeds)]
+
+    claims = {"rate_per_seed": top[f"s{_key(s_max)}"]["anchor"]["slope_per_seed"],
+              "rate_noise_off_per_seed": top["s0"]["anchor"]["slope_per_seed"] if 0.0 in sigmas else None,
+              "bound_ratio_max_per_seed": sweep_max("anchor"),
+              "noise_dominated_ratio": noise_ratio.get(f"k{_key(k_main)}"),
+              "noise_dominated_ratio_by_kappa": noise_ratio,
+              "return_ratio_per_seed": top[f"s{_key(s_max)}"]["anchor"]["return_ratio_per_seed"]}
+    control = {"noanchor": {"rate_per_seed": top[f"s{_key(s_max)}"]["noanchor"]["slope_per_seed"],
+                            "bound_ratio_max_per_seed": sweep_max("noanchor"),
+                            "return_ratio_per_seed": top[f"s{_key(s_max)}"]["noanchor"]["return_ratio_per_seed"]}}
+    if minibatch_sigmas:
+        s_mb = max(minibatch_sigmas)
+        claims["minibatch_rate_per_seed"] = top[f"s{_key(s_mb)}"]["anchor_minibatch"]["slope_per_seed"]
+        control["noanchor"]["minibatch_rate_per_seed"] = top[f"s{_key(s_mb)}"]["noanchor_minibatch"]["slope_per_seed"]
+    for inst in out:
+        if inst != main:
+            other = out[inst][f"k{_key(k_main)}"][f"s{_key(max(params['instances'][inst].get('sigmas', sigmas)))}"]
+            claims[f"{inst}_rate_per_seed"] = other["anchor"]["slope_per_seed"]
+            control["noanchor"][f"{inst}_rate_per_seed"] = other["noanchor"]["slope_per_seed"]
+    metrics = {"K": K, "S": S, "seeds": n_seeds, "k_lo": k_lo, "sigmas": sigmas, "kappas": kappas,
+               "main": main, "t4": out, "claims": claims, "control": control}
     write_arrays(ctx.out_dir / "traces.npz", **arrays)
     return rows, metrics
 
@@ -189,13 +290,19 @@ def _fit_slope(N, tau) -> float:
 
 
 def pep(params: dict, ctx: RunContext):
-    """PEPit worst case tau(N) of ||F(z_N)||^2 for GOMA-D, OG (step 0.5, no anchor) and FEG (harness check).
+    """PEPit worst case tau(N) of ||F(z_N)||^2 over monotone 1-Lipschitz F with ||z_0 - z*|| <= 1, for the
+    variants and N of ``params["N"]`` (FEG as the harness check).
 
-    Metrics: ``pep.tau.<m>.N<N>``, ``pep.status.<m>.N<N>``, ``pep.slope.<m>`` (least squares of log tau
-    against log N over ``fit_N``), ``pep.feg_rel_dev`` = max_N |N^2 tau_FEG(N)/4 - 1|, ``pep.solver``.
+    Metrics: ``pep.tau.<m>.N<N>``, ``pep.status.<m>.N<N>``; ``pep.slope.<m>``, the least-squares slope of
+    log tau(N) against log(N+6) over ``fit_N`` (Theorem 1's bound is 264/(N+6)^2) for the methods in
+    ``fit``; ``pep.theorem1_ratio.<m>`` = max_N tau(N) (N+6)^2 (Theorem 1: <= 264);
+    ``pep.theorem1_growth_last.<m>`` = (N+6)^2 tau(N) at the largest N over the same at the second largest (about 1
+    once it has levelled off); ``pep.feg_rel_dev`` =
+    max_N |N^2 tau_FEG(N)/4 - 1|; ``pep.solver``.
     """
     solver = params.get("solver", "CLARABEL")
     fit_N = [int(n) for n in params["fit_N"]]
+    fit = params.get("fit", [m for m in params["N"] if m != "feg"])
     rows, tau, status = [], {}, {}
     for method, Ns in params["N"].items():
         tau[method], status[method] = {}, {}
@@ -206,14 +313,20 @@ def pep(params: dict, ctx: RunContext):
             rows.append({"method": method, "seed": 0, "step": int(N), "metric": "tau", "value": value})
             ctx.log(f"{method} N={N}: tau={value:.6g} ({stat}, {time.perf_counter() - start:.1f} s)")
     slopes = {}
-    for method in tau:
-        if method == "feg":
-            continue
+    for method in fit:
         missing = [N for N in fit_N if f"N{N}" not in tau[method]]
         if missing:
             raise ValueError(f"fit_N {missing} not among the N of method {method!r}")
-        slopes[method] = _fit_slope(fit_N, [tau[method][f"N{N}"] for N in fit_N])
-    metrics = {"pep": {"tau": tau, "status": status, "slope": slopes, "solver": solver, "fit_N": fit_N}}
+        slopes[method] = _fit_slope([N + 6 for N in fit_N], [tau[method][f"N{N}"] for N in fit_N])
+    ratio = {m: max(v * (int(k[1:]) + 6) ** 2 for k, v in taus.items()) for m, taus in tau.items() if m != "feg"}
+    growth = {}
+    for m, taus in tau.items():
+        Ns = sorted(int(k[1:]) for k in taus)
+        if m != "feg" and len(Ns) >= 2:
+            a, b = Ns[-2], Ns[-1]
+            growth[m] = (taus[f"N{b}"] * (b + 6) ** 2) / (taus[f"N{a}"] * (a + 6) ** 2)
+    metrics = {"pep": {"tau": tau, "status": status, "slope": slopes, "theorem1_ratio": ratio,
+                       "theorem1_growth_last": growth, "solver": solver, "fit_N": fit_N}}
     if "feg" in tau:
         metrics["pep"]["feg_rel_dev"] = max(abs(int(k[1:]) ** 2 * v / 4.0 - 1.0) for k, v in tau["feg"].items())
     ctx.record(solver=solver)
@@ -221,8 +334,15 @@ def pep(params: dict, ctx: RunContext):
 
 
 # -------------------------------------------------------------------------------------------- performance
-def _time_iterations(method: str, problem, n_iter: int, params: dict, repeats: int) -> float:
+def _resolved(variant: str, L: float) -> tuple[str, dict]:
+    """(method, resolved parameters) of a named variant."""
+    method, kwargs = M.variant_kwargs(variant, L)
+    return method, M.resolve_steps(method, L, **kwargs)
+
+
+def _time_iterations(variant: str, problem, n_iter: int, resolved: tuple, repeats: int) -> float:
     """Median wall time of ``n_iter`` iterations of the bare method (no monitoring, no counter)."""
+    method, params = resolved
     for _z in M.iterates(method, problem.operator, problem.z0, min(n_iter, 50), params):  # warm-up
         pass
     times = []
@@ -260,8 +380,8 @@ def performance(params: dict, ctx: RunContext):
         budgets[inst] = int(params["instances"][inst].get("max_calls", max_calls))
         calls_metrics[inst], timings[inst] = {}, {}
         for method in methods:
-            rparams = M.resolve_steps(method, problem.L)
-            trace = M.run_deterministic(method, problem, _iterations_for_budget(method, budgets[inst]))
+            rparams = _resolved(method, problem.L)
+            trace = M.run_variant(method, problem, _iterations_for_budget(method, budgets[inst]))
             calls_metrics[inst][method], timings[inst][method] = {}, {}
             for eps in eps_list:
                 key = f"eps{eps:.0e}".replace("-0", "-")
@@ -276,8 +396,8 @@ def performance(params: dict, ctx: RunContext):
                 calls_metrics[inst][method][key] = calls
                 timings[inst][method][key] = _time_iterations(method, problem, k, rparams, repeats)
         ctx.log(f"{inst}: calls and time to eps for {len(methods)} methods")
-        for method in ("goma", "eg"):
-            rparams = M.resolve_steps(method, problem.L)
+        for method in (params.get("goma", "goma_t1"), "eg"):
+            rparams = _resolved(method, problem.L)
             n_iter = _iterations_for_budget(method, per_calls)
             timings[inst][f"time_per_{per_calls}_calls_{method}"] = _time_iterations(method, problem, n_iter,
                                                                                    rparams, repeats)
@@ -293,9 +413,10 @@ def performance(params: dict, ctx: RunContext):
             reps.append((time.perf_counter() - start) / 20)
         timings[inst]["direct_solve"] = statistics.median(reps)
     ratios = {}
+    goma = params.get("goma", "goma_t1")
     for inst, by_method in calls_metrics.items():
         for other in ("eag_c", "feg"):
-            for key, calls in by_method.get("goma", {}).items():
+            for key, calls in by_method.get(goma, {}).items():
                 theirs = by_method.get(other, {}).get(key)
                 if isinstance(calls, int) and isinstance(theirs, int):
                     ratios.setdefault(inst, {})[f"calls_goma_over_{other}_{key}"] = calls / theirs

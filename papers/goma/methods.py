@@ -31,12 +31,13 @@ from shared.oracles import CallCounter
 __all__ = [
     "DETERMINISTIC_METHODS", "STOCHASTIC_METHODS", "ANCHORS", "EXTRAPOLATE_WITH", "DIVERGENCE_FACTOR",
     "DeterministicTrace", "StochasticTrace", "resolve_steps", "iterates", "goma_momentum_iterates",
-    "run_deterministic", "run_stochastic",
+    "run_deterministic", "run_stochastic", "VARIANTS", "variant_kwargs", "run_variant", "theorem4_iterates",
+    "run_theorem4", "theorem4_bound", "THM1_STEP", "THM1_STEP_BOUND", "THM2_GAMMA", "THM2_ETA", "THM2_GAMMA_BOUND",
 ]
 
 DETERMINISTIC_METHODS = ("goma", "anchored_popov", "og", "eg", "eag_c", "feg")
 STOCHASTIC_METHODS = ("s_goma", "s_agd", "sgda", "seg", "sog", "dseg")
-ANCHORS = ("k+2", "k+1", "none")
+ANCHORS = ("k+2", "k+1", "2/(k+6)", "none")
 EXTRAPOLATE_WITH = ("past", "current")
 DIVERGENCE_FACTOR = 1e20  # a run stops when h_k > DIVERGENCE_FACTOR * h_0 or h_k is not finite
 
@@ -63,11 +64,13 @@ def _schedule(step) -> Callable[[int], float]:
 
 
 def _anchor_weight(anchor: str) -> Callable[[int], float]:
-    """beta_k of the anchor schedule: 1/(k+2), 1/(k+1) or 0."""
+    """beta_k of the anchor schedule: 1/(k+2), 1/(k+1), 2/(k+6) (the paper's Theorem 1) or 0."""
     if anchor == "k+2":
         return lambda k: 1.0 / (k + 2)
     if anchor == "k+1":
         return lambda k: 1.0 / (k + 1)
+    if anchor == "2/(k+6)":
+        return lambda k: 2.0 / (k + 6)
     return _constant(0.0)
 
 
@@ -296,6 +299,7 @@ class StochasticTrace:
     diverged_at: Optional[int] = None
     grad_norm_sq_runs: np.ndarray = field(default=None, repr=False)
     params: dict = field(default_factory=dict)
+    dist_sq_runs: np.ndarray = field(default=None, repr=False)  # (n_runs, n_iter+1), run_theorem4 only
 
 
 def _check_problem_z0(problem) -> np.ndarray:
@@ -407,3 +411,124 @@ def run_stochastic(method: str, problem, n_iter: int, *, n_runs: int, seed, eta0
     return StochasticTrace(method=method, mean_grad_norm_sq=h_runs.mean(axis=1), mean_dist_sq=dist,
                            oracle_calls=calls, n_runs=int(n_runs), diverged_at=diverged_at,
                            grad_norm_sq_runs=np.ascontiguousarray(h_runs.T), params={"eta0": eta0})
+
+
+# ------------------------------------------------------------------------- the paper's schedules (addendum)
+THM1_STEP = 0.25  # Theorem 1 needs a constant step eta in (0, 1/(2 sqrt(3) L)) = (0, 0.2887/L)
+THM2_GAMMA, THM2_ETA = 0.14, 0.10  # Theorem 2: exploration gamma < (1/(3L)) sqrt(5/26) = 0.1462/L
+THM1_STEP_BOUND = 1.0 / (2.0 * math.sqrt(3.0))
+THM2_GAMMA_BOUND = math.sqrt(5.0 / 26.0) / 3.0
+
+# Named deterministic variants: (method, keyword arguments with steps in units of 1/L).
+VARIANTS = {
+    "goma_t1": ("goma", {"anchor": "2/(k+6)", "gamma": THM1_STEP, "eta": THM1_STEP}),
+    "goma_t1_noanchor": ("goma", {"anchor": "none", "gamma": THM1_STEP, "eta": THM1_STEP}),
+    "goma_t1_bigstep": ("goma", {"anchor": "2/(k+6)", "gamma": 1.0, "eta": 1.0}),
+    "goma_t2": ("goma", {"anchor": "2/(k+6)", "gamma": THM2_GAMMA, "eta": THM2_ETA}),
+    "goma_t2_noanchor": ("goma", {"anchor": "none", "gamma": THM2_GAMMA, "eta": THM2_ETA}),
+    "goma_recon": ("goma", {}),
+    **{m: (m, {}) for m in DETERMINISTIC_METHODS if m != "goma"},
+}
+_STEP_KEYS = ("gamma", "eta", "step")
+
+
+def variant_kwargs(name: str, L: float) -> tuple[str, dict]:
+    """(method, keyword arguments of :func:`run_deterministic`) of a named variant on a problem with constant L.
+
+    ``goma_t1``: Theorem 1 ("Case I"): beta_k = 2/(k+6), gamma = eta = 0.25/L (< 1/(2 sqrt 3 L));
+    ``goma_t2``: Theorem 2 ("Case II"): beta_k = 2/(k+6), exploration gamma = 0.14/L (< sqrt(5/26)/(3L)),
+    update eta = 0.10/L [the update step of Case II is reconstructed]; ``*_noanchor``: the same steps with
+    beta_k = 0 (the control); ``goma_t1_bigstep``: the Theorem 1 schedule with gamma = eta = 1/L, outside the
+    theorem's range (a control); ``goma_recon``: the spec's earlier reconstruction (beta_k = 1/(k+2),
+    gamma = 0.5/L, eta = 0.4/L); any other name is a baseline with its default step.
+    """
+    if name not in VARIANTS:
+        raise ValueError(f"variant must be one of {list(VARIANTS)}, got {name!r}")
+    L = _check_positive(L, "L")
+    method, kwargs = VARIANTS[name]
+    return method, {k: (v / L if k in _STEP_KEYS else v) for k, v in kwargs.items()}
+
+
+def run_variant(name: str, problem, n_iter: int) -> DeterministicTrace:
+    """:func:`run_deterministic` of a named variant (see :func:`variant_kwargs`)."""
+    method, kwargs = variant_kwargs(name, problem.L)
+    kwargs.setdefault("allow_eta_gt_gamma", name == "goma_t1_bigstep")
+    return run_deterministic(method, problem, n_iter, **kwargs)
+
+
+def theorem4_iterates(G, z0, n_iter, L: float, kappa: float, anchor: bool = True):
+    """Simplified single-call GOMA of the paper's Theorem 4 (gamma_k = 0); yields x_0, ..., x_N:
+
+        y_k = beta_k x_0 + (1 - beta_k) x_k,   x_{k+1} = y_k - eta_k G(y_k, xi_k, k),
+        beta_k = 1/(k+2),   eta_k = 1 / (L sqrt(kappa) (k+2)^{3/4}).
+
+    ``G(y, k)`` returns one stochastic sample per row (``k`` lets it grow a minibatch). ``anchor=False``
+    sets beta_k = 0 (the control: the same steps without the anchor).
+    """
+    scale = 1.0 / (L * math.sqrt(kappa))
+    x = z0
+    yield x
+    for k in range(n_iter):
+        y = x + (z0 - x) / (k + 2) if (anchor and k > 0) else x
+        x = y - (scale / (k + 2) ** 0.75) * G(y, k)
+        yield x
+
+
+MINIBATCH = ("one", "linear")
+
+
+def run_theorem4(problem, n_iter: int, *, n_runs: int, seed, kappa: float, anchor: bool = True,
+                 minibatch: str = "one") -> StochasticTrace:
+    """Theorem 4's method on ``n_runs`` trajectories at once; ``problem.sample(z, rng, batch=b)`` draws the mean
+    of b samples per row. ``minibatch="one"``: b_k = 1; ``"linear"``: b_k = k+1 (the linearly increasing
+    minibatch of the official claims). ``oracle_calls`` counts samples per trajectory (sum of b_k)."""
+    n_iter = _check_n_iter(n_iter)
+    if isinstance(n_runs, bool) or not isinstance(n_runs, (int, np.integer)) or n_runs < 1:
+        raise ValueError(f"n_runs must be an integer >= 1, got {n_runs!r}")
+    kappa = _check_positive(kappa, "kappa")
+    if kappa < 1:
+        raise ValueError(f"kappa must be >= 1 (E||G||^2 >= ||F||^2), got {kappa}")
+    if minibatch not in MINIBATCH:
+        raise ValueError(f"minibatch must be one of {list(MINIBATCH)}, got {minibatch!r}")
+    if problem.sample is None:
+        raise ValueError(f"problem {problem.name!r} has no stochastic oracle (its sample is None)")
+    z0 = _check_problem_z0(problem)
+    rng = np.random.default_rng(seed)
+    batch = (lambda k: 1) if minibatch == "one" else (lambda k: k + 1)  # noqa: E731
+    samples = [0]
+
+    def G(y, k):
+        samples[0] += batch(k)
+        return problem.sample(y, rng, batch=batch(k))
+
+    operator, z_star = problem.operator, np.asarray(problem.z_star)
+    h_runs = np.full((n_iter + 1, int(n_runs)), np.inf)
+    d_runs = np.full((n_iter + 1, int(n_runs)), np.inf)
+    calls = np.zeros(n_iter + 1, dtype=np.int64)
+    diverged_at, limit = None, None
+    Z0 = np.tile(z0, (int(n_runs), 1))
+    for k, Z in enumerate(theorem4_iterates(G, Z0, n_iter, problem.L, kappa, anchor)):
+        Fz = operator(Z)
+        hk = np.einsum("ij,ij->i", Fz, Fz)
+        mean_h = float(hk.mean())
+        calls[k] = samples[0]
+        if k == 0:
+            limit = DIVERGENCE_FACTOR * mean_h if mean_h > 0 else DIVERGENCE_FACTOR
+        if not math.isfinite(mean_h) or mean_h > limit:
+            diverged_at = k
+            calls[k:] = samples[0]
+            break
+        h_runs[k] = hk
+        D = Z - z_star
+        d_runs[k] = np.einsum("ij,ij->i", D, D)
+    return StochasticTrace(method="s_goma_t4" if anchor else "s_goma_t4_noanchor",
+                           mean_grad_norm_sq=h_runs.mean(axis=1), mean_dist_sq=d_runs.mean(axis=1),
+                           oracle_calls=calls, n_runs=int(n_runs), diverged_at=diverged_at,
+                           grad_norm_sq_runs=np.ascontiguousarray(h_runs.T),
+                           params={"kappa": kappa, "anchor": bool(anchor), "minibatch": minibatch},
+                           dist_sq_runs=np.ascontiguousarray(d_runs.T))
+
+
+def theorem4_bound(L: float, kappa: float, dist0_sq: float, sigma: float) -> float:
+    """The constant of Theorem 4: E||F(x_N)||^2 sqrt(N+1) <= 1570 L^2 kappa ||x_0 - x*||^2 + 8 sigma^2/kappa."""
+    return 1570.0 * L * L * kappa * dist0_sq + 8.0 * sigma * sigma / kappa

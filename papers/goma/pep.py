@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 
-from papers.goma.methods import _check_n_iter, iterates, resolve_steps
+from papers.goma.methods import VARIANTS, _check_n_iter, iterates, resolve_steps, variant_kwargs
 
 __all__ = ["worst_case", "worst_case_with_status", "ACCEPTED_STATUSES"]
 
@@ -38,7 +38,13 @@ def worst_case_with_status(method: str, n_iter: int, *, gamma=None, eta=None, st
         raise ValueError(f"n_iter must be >= 1 for a worst case, got {n_iter}")
     if not isinstance(solver, str) or not solver:
         raise ValueError(f"solver must be a cvxpy solver name, got {solver!r}")
-    params = resolve_steps(method, 1.0, gamma=gamma, eta=eta, step=step)
+    if method in VARIANTS and method not in ("goma",) and VARIANTS[method][0] != method:
+        if any(v is not None for v in (gamma, eta, step)):
+            raise ValueError(f"variant {method!r} fixes its steps; do not pass gamma, eta or step")
+        method, kwargs = variant_kwargs(method, 1.0)
+        params = resolve_steps(method, 1.0, allow_eta_gt_gamma=True, **kwargs)
+    else:
+        params = resolve_steps(method, 1.0, gamma=gamma, eta=eta, step=step)
     PEP, Operator = _import_pepit()
     problem = PEP()
     F = problem.declare_function(Operator, mu=0.0, L=1.0)
@@ -67,7 +73,7 @@ def worst_case(method: str, n_iter: int, *, gamma=None, eta=None, step=None, sol
     """PEPit bound tau(N) on ||F(z_N)||^2 over monotone 1-Lipschitz F with ||z_0 - z*||^2 <= 1.
 
     ``method`` is a deterministic method name of :mod:`papers.goma.methods` with its steps (defaults in units
-    of 1/L with L = 1). The solver is passed to cvxpy explicitly (default Clarabel; PEPit's own default is
+    of 1/L with L = 1), or a named variant of ``methods.VARIANTS`` (e.g. ``goma_t1``, Theorem 1's schedule). The solver is passed to cvxpy explicitly (default Clarabel; PEPit's own default is
     SCS/MOSEK). Raises ImportError naming PEPit or cvxpy when absent, and RuntimeError naming the solver and
     its status when the solve fails or ends "infeasible", "unbounded" or in an error status.
     """

@@ -13,15 +13,20 @@ import pandas as pd
 from shared.plotting import main, method_colors, new_figure, save_figure
 from shared.results import atomic_write_text, read_arrays, read_metrics
 
-from papers.goma.methods import DETERMINISTIC_METHODS, STOCHASTIC_METHODS
+from papers.goma.methods import STOCHASTIC_METHODS
 
 __all__ = ["make_figures", "LABELS"]
 
-LABELS = {"goma": "GOMA", "anchored_popov": "Anchored Popov", "og": "OG", "eg": "EG", "eag_c": "EAG-C",
-          "feg": "FEG", "s_goma": "S-GOMA", "s_agd": "S-AGD", "sgda": "SGDA", "seg": "SEG", "sog": "SOG",
-          "dseg": "DSEG"}
-COLORS = method_colors(list(DETERMINISTIC_METHODS) + list(STOCHASTIC_METHODS))
-STYLES = {"og": "--", "s_agd": "--"}  # drawn dashed: they overlap EG and S-GOMA
+DETERMINISTIC_ORDER = ("goma_t1", "goma_t2", "goma_t1_noanchor", "goma_t2_noanchor", "goma_recon", "anchored_popov",
+                       "og", "eg", "eag_c", "feg")
+LABELS = {"goma_t1": "GOMA (Thm 1)", "goma_t2": "GOMA (Thm 2)", "goma_t1_noanchor": "Thm 1 steps, no anchor",
+          "goma_t2_noanchor": "Thm 2 steps, no anchor", "goma_t1_bigstep": "Thm 1 anchor, step 1/L",
+          "goma_recon": "GOMA (spec reconstruction)", "goma": "GOMA", "anchored_popov": "Anchored Popov", "og": "OG",
+          "eg": "EG", "eag_c": "EAG-C", "feg": "FEG", "s_goma": "S-GOMA", "s_agd": "S-AGD", "sgda": "SGDA",
+          "seg": "SEG", "sog": "SOG", "dseg": "DSEG"}
+COLORS = method_colors(list(DETERMINISTIC_ORDER) + ["goma_t1_bigstep"] + list(STOCHASTIC_METHODS))
+STYLES = {"og": "--", "s_agd": "--", "goma_t1_noanchor": ":", "goma_t2_noanchor": ":"}
+DETERMINISTIC_METHODS = DETERMINISTIC_ORDER
 
 
 def _reference_lines(ax, k, h_at_1, slopes=(-1, -2)):
@@ -68,32 +73,90 @@ def _envelope_table(results: Path, out: Path) -> None:
     for row in frame.itertuples(index=False):
         lines.append("| " + " | ".join(str(row[0]) if i == 0 else f"{v:.4g}" for i, v in enumerate(row)) + " |")
     lines += ["", "Published bounds: FEG E <= 4 (Lee & Kim 2021); EAG-C E <= 256 (Yoon & Ryu 2021)."]
+    thm = metrics["theorem1"]
+    tm = [m for m in list(DETERMINISTIC_METHODS) + ["goma_t1_bigstep"] if m in thm["max"]]
+    lines += ["", "**Theorem 1 ratio max_k (k+6)^2 ||F(z_k)||^2 / (L^2 ||z_0 - z*||^2)** (Theorem 1: <= 264 for "
+              "GOMA (Thm 1); the other columns are for comparison)", "",
+              "| run | " + " | ".join(LABELS[m] for m in tm) + " |", "|---|" + "|".join("---" for _ in tm) + "|"]
+    for run, values in list(thm["runs"].items()) + [("max", thm["max"])]:
+        lines.append(f"| {run} | " + " | ".join(f"{values[m]:.4g}" for m in tm) + " |")
     atomic_write_text(out / "envelope_table.md", "\n".join(lines) + "\n")
 
 
 def _stochastic_figure(results: Path, out: Path) -> None:
+    """Theorem 4's method on the main instance: E||F(x_k)||^2 for each sigma (kappa = 1) with and without the
+    anchor, and the minibatch and k^{-1/2}-step baselines at the largest sigma."""
+    metrics = read_metrics(results / "stochastic" / "metrics.json")
     traces = read_arrays(results / "stochastic" / "traces.npz")
-    fig, axes = new_figure(ncols=2, width=4.4, height=3.4)
-    for method in STOCHASTIC_METHODS:
-        if f"s1__{method}__h" not in traces:
-            continue
-        for ax, series in zip(axes[0], ("h", "dist")):
-            y = traces[f"s1__{method}__{series}"]
+    main, sigmas, kappa = metrics["main"], metrics["sigmas"], metrics["kappas"][0]
+    fig, axes = new_figure(ncols=2, width=4.6, height=3.5)
+    shades = np.linspace(0.25, 0.95, len(sigmas))
+    kkey = f"{kappa:g}".replace(".", "p")
+    for sigma, shade in zip(sigmas, shades):
+        skey = f"{sigma:g}".replace(".", "p")
+        for variant, style in (("anchor", "-"), ("noanchor", ":")):
+            y = traces[f"{main}__t4_{variant}_k{kkey}_s{skey}__h"]
             k = np.arange(y.size)
             keep = (k >= 1) & np.isfinite(y) & (y > 0)
-            ax.loglog(k[keep], y[keep], color=COLORS[method], linestyle=STYLES.get(method, "-"),
-                      label=LABELS[method])
-    k = np.logspace(0, math.log10(max(2, y.size - 1)), 50)
-    axes[0, 0].plot(k, traces["s1__s_goma__h"][1] * k ** -0.5, color="0.5", linestyle="--", linewidth=1,
-                    label="slope -1/2")
-    axes[0, 0].set_ylabel(r"mean $\|F(z_k)\|^2$")
-    axes[0, 1].set_ylabel(r"mean $\|z_k - z^*\|^2$")
+            axes[0, 0].loglog(k[keep], y[keep], linestyle=style, color=plt_color(shade, variant),
+                              label=f"sigma={sigma:g}" + ("" if variant == "anchor" else ", no anchor"))
+    s_max = f"{max(sigmas):g}".replace(".", "p")
+    curves = [(f"t4_anchor_k{kkey}_s{s_max}", "Thm 4 (anchor)"), (f"t4_noanchor_k{kkey}_s{s_max}", "no anchor"),
+              (f"t4_anchor_minibatch_k{kkey}_s{s_max}", "Thm 4, minibatch k+1"),
+              (f"t4_noanchor_minibatch_k{kkey}_s{s_max}", "no anchor, minibatch")]
+    curves += [(m, LABELS[m]) for m in STOCHASTIC_METHODS if f"{main}__{m}__h" in traces]
+    for i, (key, label) in enumerate(curves):
+        if f"{main}__{key}__h" not in traces:
+            continue
+        y = traces[f"{main}__{key}__h"]
+        k = np.arange(y.size)
+        keep = (k >= 1) & np.isfinite(y) & (y > 0)
+        axes[0, 1].loglog(k[keep], y[keep], color=COLORS.get(key, f"C{i % 10}"), label=label)
     for ax in axes[0]:
+        k = np.logspace(0, math.log10(max(2, metrics["K"])), 50)
         ax.set_xlabel("iteration k")
-    axes[0, 0].set_title("S1: residual (mean over trajectories)")
-    axes[0, 1].set_title("S1: distance to the solution")
-    axes[0, 0].legend(fontsize=7, ncol=2)
-    save_figure(fig, out / "s1_stochastic.png")
+        ax.set_ylabel(r"mean $\|F(x_k)\|^2$")
+    y0 = traces[f"{main}__t4_anchor_k{kkey}_s{s_max}__h"]
+    axes[0, 1].plot(k, y0[1] * k ** -0.5, color="0.5", linestyle="--", linewidth=1, label="slope -1/2")
+    axes[0, 0].set_title(f"{main}: sigma sweep (kappa = {kappa:g})", fontsize=8)
+    axes[0, 1].set_title(f"{main}: sigma = {max(sigmas):g}, kappa = 1", fontsize=8)
+    axes[0, 0].legend(fontsize=6, ncol=2)
+    axes[0, 1].legend(fontsize=6, ncol=2)
+    save_figure(fig, out / "stochastic_sweep.png")
+
+
+def plt_color(shade: float, variant: str):
+    """Blue shades for the anchored runs, red for the runs without the anchor (darker = larger sigma)."""
+    return (0.1, 0.2, shade) if variant == "anchor" else (shade, 0.15, 0.1)
+
+
+def _stochastic_table(results: Path, out: Path) -> None:
+    """Per instance, kappa and sigma: mean slope, E||F(x_K)||^2 and the Theorem-4 ratio, with and without the anchor."""
+    metrics = read_metrics(results / "stochastic" / "metrics.json")
+    lines = [f"**Theorem 4's method under state-dependent noise** (K = {metrics['K']}, {metrics['seeds']} seeds; "
+             "mean over seeds; ratio = E||F(x_K)||^2 sqrt(K+1) / (1570 L^2 kappa R^2 + 8 sigma^2 / kappa))", "",
+             "| instance | kappa | sigma | variant | slope | E F(x_K)^2 | Thm 4 ratio | max E dist / R^2 | "
+             "final / max E dist |", "|---|---|---|---|---|---|---|---|---|"]
+    for inst, by_kappa in metrics["t4"].items():
+        for kkey, by_sigma in by_kappa.items():
+            if kkey == "baselines":
+                continue
+            for skey, by_variant in by_sigma.items():
+                for variant, st in by_variant.items():
+                    lines.append(f"| {inst} | {kkey[1:].replace('p', '.')} | {skey[1:].replace('p', '.')} | {variant} | "
+                                 f"{np.mean(st['slope_per_seed']):.3f} | {np.mean(st['final_h_per_seed']):.3g} | "
+                                 f"{np.mean(st['bound_ratio_per_seed']):.3g} | "
+                                 f"{np.mean(st['max_dist_ratio_per_seed']):.3g} | "
+                                 f"{np.mean(st['return_ratio_per_seed']):.3g} |")
+    claims = metrics["claims"]
+    lines += ["", f"Noise-dominated ratio (E||F(x_K)||^2 at the largest sigma over sigma = 0, anchored): "
+              + ", ".join(f"kappa {k[1:].replace('p', '.')}: {v:.3g}" for k, v in claims["noise_dominated_ratio_by_kappa"].items())]
+    base = metrics["t4"][metrics["main"]].get("baselines", {})
+    if base:
+        lines += ["", "Baselines at the largest sigma, kappa = 1 (steps eta0/(L sqrt(k+1)); DSEG k^-1/3 and k^-2/3):", "",
+                  "| method | slope | E F(x_K)^2 |", "|---|---|---|"]
+        lines += [f"| {LABELS[m]} | {v['slope']:.3f} | {v['final_h']:.3g} |" for m, v in base.items()]
+    atomic_write_text(out / "stochastic_table.md", "\n".join(lines) + "\n")
 
 
 def _pep_figure(results: Path, out: Path) -> None:
@@ -164,7 +227,7 @@ def _performance_table(results: Path, out: Path) -> None:
     lines += ["", "**Ratios**", "", "| ratio | instance | value |", "|---|---|---|"]
     per = perf["per_calls"]
     for inst, t in timings.items():
-        goma_t, eg_t = t.get(f"time_per_{per}_calls_goma"), t.get(f"time_per_{per}_calls_eg")
+        goma_t, eg_t = t.get(f"time_per_{per}_calls_goma_t1"), t.get(f"time_per_{per}_calls_eg")
         if goma_t and eg_t:
             lines.append(f"| time per {per} calls, GOMA / EG | {inst} | {goma_t / eg_t:.3g} |")
     for inst, ratios in perf["ratios"].items():
@@ -173,7 +236,7 @@ def _performance_table(results: Path, out: Path) -> None:
             lines.append(f"| calls to {key.rsplit('eps', 1)[1]}, GOMA / {other} | {inst} | {value:.3g} |")
     for inst, t in timings.items():
         smallest = eps_keys[-1] if eps_keys else None
-        goma_time = t.get("goma", {}).get(smallest) if smallest else None
+        goma_time = t.get("goma_t1", {}).get(smallest) if smallest else None
         if goma_time is not None and t.get("direct_solve"):
             lines.append(f"| GOMA time to {smallest[3:]} / np.linalg.solve for z* | {inst} | "
                          f"{goma_time / t['direct_solve']:.3g} |")
@@ -191,6 +254,7 @@ def make_figures(results_dir, out_dir, scale: str) -> None:
         _envelope_table(results, out)
     if (results / "stochastic" / "traces.npz").exists():
         _stochastic_figure(results, out)
+        _stochastic_table(results, out)
     if (results / "pep" / "metrics.json").exists():
         _pep_figure(results, out)
     if (results / "stability" / "metrics.json").exists():

@@ -15,10 +15,10 @@ import numpy as np
 
 from shared.oracles import NOISE_KINDS, sample_noise
 
-__all__ = ["MonotoneProblem", "make_problem", "PROBLEM_NAMES", "skew_matrix"]
+__all__ = ["MonotoneProblem", "make_problem", "PROBLEM_NAMES", "skew_matrix", "with_state_dependent_noise"]
 
 PROBLEM_NAMES = ("logspectrum_bilinear", "random_bilinear", "rank_deficient_quadratic", "nonlinear_logspectrum",
-                 "stochastic_logspectrum", "bilinear")
+                 "stochastic_logspectrum", "bilinear", "gaussian_bilinear")
 
 
 @dataclass(frozen=True)
@@ -249,6 +249,17 @@ def _bilinear(params, seed):
                 operator=_linear_operator(skew_matrix(A), np.concatenate([b, -c])))
 
 
+def _gaussian_bilinear(params, seed):
+    """The paper's Section 6.2.2 game [matrix reconstructed]: f = x^T B y, B = N(0,1)^{n x n} / ||.||_2 (n = 5,
+    d = 10), so L = 1; z* = 0 (B is invertible almost surely); z0 = ones(2n)/sqrt(2n), ||z0 - z*|| = 1."""
+    n = _check_int(params.pop("n", 5), "n")
+    B = np.random.default_rng(seed).standard_normal((n, n))
+    B = B / np.linalg.norm(B, 2)
+    d = 2 * n
+    return dict(dim=d, L=1.0, z0=np.ones(d) / math.sqrt(d), z_star=np.zeros(d),
+                operator=_linear_operator(skew_matrix(B), np.zeros(d)))
+
+
 _BUILDERS = {
     "logspectrum_bilinear": _logspectrum_bilinear,
     "random_bilinear": _random_bilinear,
@@ -256,6 +267,7 @@ _BUILDERS = {
     "nonlinear_logspectrum": _nonlinear_logspectrum,
     "stochastic_logspectrum": _stochastic_logspectrum,
     "bilinear": _bilinear,
+    "gaussian_bilinear": _gaussian_bilinear,
 }
 
 
@@ -291,3 +303,37 @@ def make_problem(name: str, *, seed: int = 0, **params) -> MonotoneProblem:
     if z0_override is not None:
         fields["z0"] = _check_vector(z0_override, fields["dim"], "z0")
     return MonotoneProblem(name=name, **fields)
+
+
+def with_state_dependent_noise(problem: MonotoneProblem, *, sigma: float, kappa: float) -> MonotoneProblem:
+    """``problem`` with the state-dependent oracle of the paper's Theorem 4 (E G = F, E||G||^2 = sigma^2 +
+    kappa ||F(z)||^2, so the variance (kappa - 1) ||F(z)||^2 + sigma^2 is unbounded in z):
+
+        G(z, xi) = F(z) + sqrt(kappa - 1) ||F(z)|| v + sigma eps,   v, eps ~ N(0, I_d / d) independent.
+
+    ``sample(z, rng, batch=b)`` returns the mean of b independent samples per row; given z the noise is
+    Gaussian, so that mean is drawn exactly as F(z) + (sqrt(kappa - 1) ||F(z)|| v + sigma eps) / sqrt(b).
+    One draw of shape (2,) + z.shape per call: v = [0], eps = [1] (``shared.oracles.sample_noise``).
+    """
+    sigma = _check_nonneg(sigma, "sigma")
+    kappa = float(kappa)
+    if not math.isfinite(kappa) or kappa < 1:
+        raise ValueError(f"kappa must be finite and >= 1 (E||G||^2 >= ||F||^2), got {kappa!r}")
+    operator, d = problem.operator, problem.dim
+    mult, add = math.sqrt(kappa - 1.0) / math.sqrt(d), sigma / math.sqrt(d)
+
+    def sample(z, rng, batch: int = 1):
+        z = np.asarray(z, dtype=float)
+        if isinstance(batch, bool) or int(batch) != batch or batch < 1:
+            raise ValueError(f"batch must be an integer >= 1, got {batch!r}")
+        Fz = operator(z)
+        v, eps = sample_noise(rng, (2,) + z.shape)
+        norm = np.sqrt(np.sum(Fz * Fz, axis=-1, keepdims=True))
+        return Fz + (mult * norm * v + add * eps) / math.sqrt(batch)
+
+    def noise_variance(z):
+        Fz = operator(np.asarray(z, dtype=float))
+        return (kappa - 1.0) * np.sum(Fz * Fz, axis=-1) + sigma ** 2
+
+    return MonotoneProblem(name=f"{problem.name}+noise", dim=d, L=problem.L, z0=problem.z0, z_star=problem.z_star,
+                           operator=operator, sample=sample, noise_variance=noise_variance)

@@ -19,7 +19,7 @@ projection-based, AGP-like reference. Every schedule depends on ``k`` only, so t
 
 Baselines: ``sp_fw``, the simultaneous saddle-point Frank-Wolfe of Gidel, Jebara & Lacoste-Julien (AISTATS 2017),
 ``x += 2/(k+2)(LMO_X(grad_x f) - x)``, ``y += 2/(k+2)(LMO_Y(-grad_y f) - y)``; ``peg``, projected extragradient
-(Korpelevich 1976) with constant step ``a = 0.5/L_xy`` (C-C only).
+(Korpelevich 1976) with constant step ``a = peg_step/L_xy`` (C-C only; default 0.5).
 """
 from __future__ import annotations
 
@@ -112,7 +112,8 @@ def _resolve_params(method, problem, mu0, omega, x_step):
 
 
 def run_method(method: str, problem: MinimaxProblem, n_iter: int, *, mu0: float | None = None, omega: float = 0.5,
-               x_step: str | None = None, record_every: int = 1, time_iterations: bool = False) -> Trace:
+               x_step: str | None = None, record_every: int = 1, time_iterations: bool = False,
+               freeze_y: bool = False, peg_step: float = 0.5) -> Trace:
     r"""Run ``method`` for ``n_iter`` iterations from ``x_0 = center(X)``, ``y_0 = ybar = center(Y)``.
 
     ``method``: ``"v_x"``, ``"v_y"``, ``"v_xy"``, ``"proj"`` (dual dynamic smoothing, see the module docstring),
@@ -120,9 +121,14 @@ def run_method(method: str, problem: MinimaxProblem, n_iter: int, *, mu0: float 
     ``"open_loop"`` (C-C) or ``"short"`` (NC). The measure is recorded at ``k = 0, record_every, 2 record_every, ...``
     and at ``n_iter``: the duality gap ``Gap(x_k, y_k)`` (C-C), the FW gap of ``Phi`` at ``x_k`` (NC-SC) or of
     ``Phi_{mu_k}`` at ``x_k`` (NC-C), the NC ones as best-so-far. ``time_iterations`` times each update only
-    (``time.perf_counter``), not the measure.
+    (``time.perf_counter``), not the measure. ``freeze_y=True`` (smoothing variants only; a negative control)
+    skips the dual step, so y stays at ``ybar`` and x descends f(., ybar) instead of the max function.
+    ``peg_step`` is PEG's step in units of 1/max(L_xy, L_xx, L_yy) (default 0.5; the performance experiment tunes it).
     """
     params = _resolve_params(method, problem, mu0, omega, x_step)
+    if freeze_y and method not in SMOOTHING_VARIANTS:
+        raise ValueError(f"freeze_y applies to the smoothing variants {list(SMOOTHING_VARIANTS)}, not {method!r}")
+    params["freeze_y"] = bool(freeze_y)
     n_iter = _check_int(n_iter, "n_iter", 0)
     record_every = _check_int(record_every, "record_every", 1)
     X, Y = problem.X, problem.Y
@@ -142,10 +148,15 @@ def run_method(method: str, problem: MinimaxProblem, n_iter: int, *, mu0: float 
 
         def update(k, x, y):
             mu = mu0 / (k + 1.0) ** omega
-            gy = problem.grad_y(x, y)
-            if mu > 0:
-                gy = gy - mu * (y - ybar)
-            if y_mode == "proj":
+            if freeze_y:
+                y_new = y
+            else:
+                gy = problem.grad_y(x, y)
+                if mu > 0:
+                    gy = gy - mu * (y - ybar)
+            if freeze_y:
+                pass
+            elif y_mode == "proj":
                 y_new = Y._project(y + gy / (L_yy + L_xy + mu))
             else:
                 y_new = y + (2.0 / (k + 2.0)) * (Y._lmo(-gy) - y)
@@ -170,8 +181,10 @@ def run_method(method: str, problem: MinimaxProblem, n_iter: int, *, mu0: float 
             return x + gamma * (X._lmo(gx) - x), y + gamma * (Y._lmo(-gy) - y)
 
     else:  # peg
+        if not (isinstance(peg_step, (int, float)) and math.isfinite(peg_step) and peg_step > 0):
+            raise ValueError(f"peg_step must be a positive finite number, got {peg_step!r}")
         L = max(problem.L_xy, problem.L_xx, problem.L_yy)
-        a = 0.5 / L if L > 0 else 1.0
+        a = float(peg_step) / L if L > 0 else 1.0
 
         def update(k, x, y):
             xh = X._project(x - a * _dense(problem.grad_x(x, y)))

@@ -24,7 +24,7 @@ RPS_MATRIX = np.array([[0.0, 1.0, -1.0], [-1.0, 0.0, 1.0], [1.0, -1.0, 0.0]])
 """Rock-paper-scissors payoff to the max player: x^T A y, value 0, unique equilibrium (1/3, 1/3, 1/3)."""
 
 PROBLEM_NAMES = ("matrix_game", "uniform_game", "identity_game", "rps", "nuclear_game", "dro",
-                 "dro_synthetic", "dro_digits")
+                 "dro_synthetic", "dro_digits", "robust_multiclass")
 
 
 def _vertex_max(values: np.ndarray) -> np.ndarray:
@@ -174,7 +174,7 @@ class MatrixGame(MinimaxProblem):
 class NuclearGame(MinimaxProblem):
     r"""``f(W, y) = sum_j y_j (<A_j, W> - c_j)`` on the nuclear ball ``{||W||_* <= delta}`` x ``Delta_J`` (C-C).
 
-    ``A_j`` are sparse ``p x p`` matrices stored as the rows of the ``J x p^2`` CSR matrix ``M``
+    ``A_j`` are sparse ``p x q`` matrices (``q = p`` unless given) stored as the rows of the ``J x p^2`` CSR matrix ``M``
     (``<A_j, W> = (M vec(W))_j``, row-major ``vec``). ``grad_x f = sum_j y_j A_j`` is assembled as a sparse CSR
     matrix from the triplets and never densified for the LMO. ``L_xy = ||M||_2 = sqrt(lambda_max(M M^T))``;
     ``Gap(W, y) = max_j(<A_j, W> - c_j) + delta sigma_max(sum_j y_j A_j) + c^T y``.
@@ -182,27 +182,32 @@ class NuclearGame(MinimaxProblem):
 
     regime = "cc"
 
-    def __init__(self, rows, cols, vals, c, p: int, delta: float, name: str = "nuclear_game"):
+    def __init__(self, rows, cols, vals, c, p: int, delta: float, name: str = "nuclear_game", q: int | None = None):
         self.p = int(p)
-        self.X = NuclearBall((self.p, self.p), delta)
+        self.q = self.p if q is None else int(q)
+        self.X = NuclearBall((self.p, self.q), delta)
         self.c = np.asarray(c, dtype=float)
         J = self.c.size
         self.Y = Simplex(J)
         rows, cols, vals = (np.asarray(a) for a in (rows, cols, vals))
         self._fn = np.repeat(np.arange(J), rows.shape[1])  # functional index of each triplet
         self._rows, self._cols, self._vals = rows.ravel(), cols.ravel(), vals.ravel().astype(float)
-        self.M = sp.csr_matrix((self._vals, (self._fn, self._rows * self.p + self._cols)),
-                               shape=(J, self.p * self.p))
+        self.M = sp.csr_matrix((self._vals, (self._fn, self._rows * self.q + self._cols)),
+                               shape=(J, self.p * self.q))
         self.M.sum_duplicates()
         self.L_xx, self.L_yy, self.mu_y = 0.0, 0.0, 0.0
-        self.L_xy = float(math.sqrt(max(np.linalg.eigvalsh((self.M @ self.M.T).toarray())[-1], 0.0)))
+        self.L_xy = self._operator_norm()
         self.ybar = self.Y.center()
         self.delta = self.X.radius
         self.name = name
 
+    def _operator_norm(self) -> float:
+        """``||M||_2 = sqrt(lambda_max(M M^T))`` (dense eigvalsh of the small J x J matrix)."""
+        return float(math.sqrt(max(np.linalg.eigvalsh((self.M @ self.M.T).toarray())[-1], 0.0)))
+
     def adjoint(self, y) -> sp.csr_matrix:
-        """``sum_j y_j A_j`` as a ``p x p`` CSR matrix built from the triplets (duplicates add)."""
-        return sp.csr_matrix((self._vals * y[self._fn], (self._rows, self._cols)), shape=(self.p, self.p))
+        """``sum_j y_j A_j`` as a ``p x q`` CSR matrix built from the triplets (duplicates add)."""
+        return sp.csr_matrix((self._vals * y[self._fn], (self._rows, self._cols)), shape=(self.p, self.q))
 
     def grad_x(self, x, y):
         """``sum_j y_j A_j`` (sparse CSR)."""
@@ -363,6 +368,59 @@ def _nuclear_game(p: int, J: int = 50, s: int = 200, delta: float = 10.0, *, see
     return NuclearGame(rows, cols, signs / math.sqrt(s), c, p, delta, name=f"nuclear_game(p={p})")
 
 
+def text_like_corpus(N: int, d: int, C: int, s: int, *, topic_words: int = 20, boost: float = 20.0,
+                     zipf: float = 1.1, seed: int = 0):
+    """Sparse bag-of-words documents in the style of RCV1 / 20 Newsgroups (generated; those corpora cannot be
+    fetched offline). Word w has base weight (w+1)^(-zipf) (Zipf's law); each class multiplies the weights of
+    ``topic_words`` random words by ``boost``. A document draws its label uniformly, then ``s`` word tokens with
+    replacement from its class distribution; its term vector is the token counts divided by sqrt(s).
+    Draws, in order: the topic words of each class, the labels, the tokens. Returns (words (N, s) int64, labels
+    (N,) int64, value 1/sqrt(s) of one token).
+    """
+    for nm, v in (("N", N), ("d", d), ("C", C), ("s", s), ("topic_words", topic_words)):
+        if isinstance(v, bool) or int(v) != v or v < 1:
+            raise ValueError(f"{nm} must be an integer >= 1, got {v!r}")
+    if C < 2 or topic_words > d:
+        raise ValueError(f"need C >= 2 and topic_words <= d, got C={C}, topic_words={topic_words}, d={d}")
+    rng = np.random.default_rng(seed)
+    base = (np.arange(d) + 1.0) ** (-float(zipf))
+    probs = np.tile(base, (C, 1))
+    for c in range(C):
+        probs[c, rng.choice(d, topic_words, replace=False)] *= float(boost)
+    probs /= probs.sum(axis=1, keepdims=True)
+    labels = rng.integers(0, C, N)
+    cdf = np.cumsum(probs, axis=1)
+    words = np.stack([np.minimum(np.searchsorted(cdf[labels[i]], rng.uniform(size=s)), d - 1) for i in range(N)])
+    return words.astype(np.int64), labels.astype(np.int64), 1.0 / math.sqrt(s)
+
+
+def _robust_multiclass(N: int, d: int, C: int, s: int, delta: float, *, seed: int = 0) -> NuclearGame:
+    """Robust multiclass classification with a nuclear-norm-bounded weight matrix W (d x C), the convex-concave
+    experiment of the paper's Section 5 on generated text-like data: one pair j = (i, c), c != label_i, per
+    document and wrong class, with the linear margin loss 1 + <a_i, w_c - w_{label_i}>, and the worst pair
+    chosen by y in the simplex:  min_{||W||_* <= delta} max_{y in Delta_J} sum_j y_j (1 + <A_j, W>),
+    A_j = a_i (e_c - e_{label_i})^T."""
+    words, labels, value = text_like_corpus(N, d, C, s, seed=seed)
+    pairs = [(i, c) for i in range(N) for c in range(C) if c != labels[i]]
+    rows = np.array([np.concatenate([words[i], words[i]]) for i, _ in pairs])
+    cols = np.array([np.concatenate([np.full(s, c), np.full(s, labels[i])]) for i, c in pairs])
+    vals = np.tile(np.concatenate([np.full(s, value), np.full(s, -value)]), (len(pairs), 1))
+    return RobustMulticlass(rows, cols, vals, -np.ones(len(pairs)), d, delta, q=C,
+                            name=f"robust_multiclass(N={N}, d={d}, C={C}, seed={seed})")
+
+
+class RobustMulticlass(NuclearGame):
+    """:class:`NuclearGame` whose weight matrix is d x C with few classes C: the adjoint sum_j y_j A_j is formed
+    densely as reshape(M^T y, (d, C)) (a sparse matrix-vector product), cheaper than assembling it from triplets."""
+
+    def _operator_norm(self) -> float:
+        """``||M||_2`` by ARPACK (M has one row per document and wrong class, too many for a dense eigvalsh)."""
+        return top_singular_pair(self.M)[1]
+
+    def adjoint(self, y) -> np.ndarray:
+        return np.asarray(self.M.T @ y).reshape(self.p, self.q)
+
+
 def _synthetic_dro_data(N: int, d: int, grouping: str, seed: int):
     if grouping not in ("example", "block"):
         raise ValueError(f"grouping must be 'example' or 'block', got {grouping!r}")
@@ -401,7 +459,8 @@ def make_problem(name: str, *, seed: int = 0, **params) -> MinimaxProblem:
     ``name``: ``"matrix_game"`` (``A``), ``"uniform_game"`` (``n``, ``m``; ``A ~ U(-1, 1)^{n x m}``),
     ``"identity_game"`` (``n``), ``"rps"``, ``"nuclear_game"`` (``p``, ``J=50``, ``s=200``, ``delta=10``),
     ``"dro"`` (``features``, ``labels``, ``groups``, ``lam``, ``radius``), ``"dro_synthetic"`` (``N``, ``d``,
-    ``lam``, ``grouping``, ``radius=10``) and ``"dro_digits"`` (``lam``, ``grouping``; ``"block"`` groups by digit).
+    ``lam``, ``grouping``, ``radius=10``), ``"dro_digits"`` (``lam``, ``grouping``; ``"block"`` groups by digit)
+    and ``"robust_multiclass"`` (``N``, ``d``, ``C``, ``s=20``, ``delta=10``; generated text-like data).
     Random instances draw from ``numpy.random.default_rng(seed)`` in the order of the spec.
     """
     if name == "matrix_game":
@@ -420,6 +479,9 @@ def make_problem(name: str, *, seed: int = 0, **params) -> MinimaxProblem:
     if name == "nuclear_game":
         return _nuclear_game(params["p"], params.get("J", 50), params.get("s", 200), params.get("delta", 10.0),
                              seed=seed)
+    if name == "robust_multiclass":
+        return _robust_multiclass(params["N"], params["d"], params["C"], params.get("s", 20),
+                                  params.get("delta", 10.0), seed=seed)
     if name == "dro":
         return DRO(params["features"], params["labels"], params["groups"], params["lam"],
                    params.get("radius", 10.0))

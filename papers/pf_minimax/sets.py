@@ -161,10 +161,14 @@ class L1Ball:
         return f"L1Ball({self.dim}, radius={self.radius:g})"
 
 
-def top_singular_pair(G) -> tuple[np.ndarray, float, np.ndarray]:
-    """``(u1, sigma1, v1)`` of a dense or sparse matrix by ``svds(G, k=1, v0=ones(n)/sqrt(n))``, n = min(p, q).
+DENSE_SVD_MAX = 20  # dense matrices with min(p, q) <= this get their top pair from a thin SVD
 
-    The fixed ARPACK start vector makes the result deterministic. For a matrix with a single row or column,
+
+def top_singular_pair(G) -> tuple[np.ndarray, float, np.ndarray]:
+    """``(u1, sigma1, v1)`` of a dense or sparse matrix by ``svds(G, k=1, v0)``, n = min(p, q).
+
+    The fixed ARPACK start vector linspace(1, 2, n)/norm makes the result deterministic; it is not constant,
+    because a constant vector lies in the null space of a matrix whose rows sum to zero. For a matrix with a single row or column,
     where ARPACK cannot run, the pair is taken from the norm of that row/column.
     """
     p, q = G.shape
@@ -179,7 +183,11 @@ def top_singular_pair(G) -> tuple[np.ndarray, float, np.ndarray]:
     n = min(p, q)
     if sp.issparse(G) and G.nnz == 0 or (not sp.issparse(G) and not np.any(G)):
         return np.eye(p, 1)[:, 0], 0.0, np.eye(q, 1)[:, 0]
-    u, s, vt = svds(G, k=1, v0=np.ones(n) / math.sqrt(n))
+    if not sp.issparse(G) and n <= DENSE_SVD_MAX:  # a thin dense SVD is cheaper than ARPACK here
+        U, sv, Vt = np.linalg.svd(np.asarray(G, dtype=float), full_matrices=False)
+        return U[:, 0], float(sv[0]), Vt[0]
+    v0 = np.linspace(1.0, 2.0, n)  # not constant: a constant vector is in the null space of matrices whose
+    u, s, vt = svds(G, k=1, v0=v0 / np.linalg.norm(v0))  # rows sum to zero (robust multiclass adjoints)
     return u[:, 0], float(s[0]), vt[0]
 
 

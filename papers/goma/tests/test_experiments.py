@@ -23,7 +23,27 @@ def smoke_results(tmp_path_factory):
 
 def test_smoke_single_call_property(smoke_results):
     calls = read_metrics(smoke_results / "deterministic" / "metrics.json")["calls_per_iter"]
-    assert calls == {"goma": 1.0, "anchored_popov": 1.0, "og": 1.0, "eg": 2.0, "eag_c": 2.0, "feg": 2.0}
+    assert calls == {"goma_t1": 1.0, "goma_t1_noanchor": 1.0, "goma_t2": 1.0, "goma_t2_noanchor": 1.0,
+                     "anchored_popov": 1.0, "og": 1.0, "eg": 2.0, "eag_c": 2.0, "feg": 2.0}
+
+
+def test_smoke_theorem1_ratio_and_divergent_control(smoke_results):
+    thm = read_metrics(smoke_results / "deterministic" / "metrics.json")["theorem1"]
+    assert thm["max"]["goma_t1"] <= 264
+    assert thm["max"]["goma_t1_bigstep"] > 1e10  # the step outside Theorem 1's range diverges
+
+
+def test_theorem1_ratio_known_sequence():
+    h = 264.0 / (np.arange(11) + 6.0) ** 2
+    assert E.theorem1_ratio(h, 2.0, 0.25) == pytest.approx(264.0)
+    h[5:] = np.inf  # a diverged run keeps its finite part
+    assert E.theorem1_ratio(h, 1.0, 1.0) == pytest.approx(264.0)
+
+
+def test_per_seed_groups_trajectories():
+    runs = np.arange(12, dtype=float).reshape(6, 2)
+    groups = E._per_seed(runs, 3)
+    np.testing.assert_allclose(groups, [[1, 2], [5, 6], [9, 10]])
 
 
 def test_stability_experiment_tiny_grid(tmp_path):

@@ -186,3 +186,90 @@ def test_stochastic_bad_inputs(problems):
         run_stochastic("sgda", s1, 3, n_runs=2, seed=0, eta0=0.0)
     with pytest.raises(ValueError, match="sample is None"):
         run_stochastic("s_goma", problems[0], 5, n_runs=2, seed=0)
+
+
+# ------------------------------------------------------------------ the paper's schedules (spec addendum)
+from papers.goma import methods as M  # noqa: E402
+from papers.goma.problems import make_problem as _mp, with_state_dependent_noise  # noqa: E402
+
+
+def test_variants_respect_the_theorems_step_ranges():
+    assert M.THM1_STEP < M.THM1_STEP_BOUND == pytest.approx(1 / (2 * np.sqrt(3)))
+    assert M.THM2_GAMMA < M.THM2_GAMMA_BOUND == pytest.approx(np.sqrt(5 / 26) / 3)
+    assert M.THM2_ETA <= M.THM2_GAMMA
+    method, kw = M.variant_kwargs("goma_t1", 2.0)
+    assert method == "goma" and kw == {"anchor": "2/(k+6)", "gamma": 0.125, "eta": 0.125}
+    with pytest.raises(ValueError, match="variant"):
+        M.variant_kwargs("nope", 1.0)
+
+
+def test_theorem1_anchor_by_hand():
+    """Two steps of Theorem 1's schedule written out: y_k = beta_k z0 + (1 - beta_k) z_k, beta_k = 2/(k+6)."""
+    p = _mp("bilinear", A=[[0.7]], z0=[2.0, -1.0])
+    F, z0, a = p.operator, p.z0, M.THM1_STEP / p.L
+    g = F(z0)
+    z = z0
+    for k in range(2):
+        b = 2.0 / (k + 6)
+        y = b * z0 + (1 - b) * z
+        g = F(y - a * g)
+        z = y - a * g
+    tr = M.run_variant("goma_t1", p, 2)
+    np.testing.assert_allclose(tr.z_last, z, rtol=1e-13)
+
+
+def test_theorem4_noise_free_is_the_family_with_gamma_zero():
+    """With sigma = 0, kappa = 1 the oracle is exact and Theorem 4's method is GOMA's loop with gamma_k = 0."""
+    p = with_state_dependent_noise(_mp("gaussian_bilinear", seed=3), sigma=0.0, kappa=1.0)
+    tr = M.run_theorem4(p, 40, n_runs=2, seed=0, kappa=1.0)
+    eta = lambda k: 1.0 / (k + 2) ** 0.75  # noqa: E731
+    zs = list(M._goma_iterates(p.operator, p.z0, 40, lambda k: 0.0, eta, "k+2", False, "past"))
+    h = [float(p.operator(z) @ p.operator(z)) for z in zs]
+    np.testing.assert_allclose(tr.mean_grad_norm_sq, h, rtol=1e-12)
+    assert tr.oracle_calls[-1] == 40
+
+
+def test_state_dependent_noise_moments():
+    """E G = F(z) and E||G||^2 = sigma^2 + kappa ||F(z)||^2; a minibatch of b divides the variance by b."""
+    base = _mp("gaussian_bilinear", seed=1)
+    p = with_state_dependent_noise(base, sigma=2.0, kappa=5.0)
+    z = np.tile(base.z0 * 3.0, (200000, 1))
+    Fz = base.operator(base.z0 * 3.0)
+    rng = np.random.default_rng(0)
+    G = p.sample(z, rng)
+    np.testing.assert_allclose(G.mean(axis=0), Fz, atol=0.03)
+    second = np.mean(np.sum(G * G, axis=1))
+    assert second == pytest.approx(4.0 + 5.0 * Fz @ Fz, rel=0.01)
+    assert p.noise_variance(base.z0 * 3.0) == pytest.approx(4.0 + 4.0 * Fz @ Fz)
+    G8 = p.sample(z, rng, batch=8)
+    var8 = np.mean(np.sum((G8 - Fz) ** 2, axis=1))
+    assert var8 == pytest.approx((4.0 + 4.0 * Fz @ Fz) / 8, rel=0.01)
+
+
+def test_minibatch_counts_samples_and_bad_inputs():
+    p = with_state_dependent_noise(_mp("gaussian_bilinear"), sigma=1.0, kappa=2.0)
+    tr = M.run_theorem4(p, 10, n_runs=2, seed=0, kappa=2.0, minibatch="linear")
+    assert tr.oracle_calls[-1] == sum(range(1, 11))
+    with pytest.raises(ValueError, match="kappa"):
+        M.run_theorem4(p, 10, n_runs=2, seed=0, kappa=0.5)
+    with pytest.raises(ValueError, match="minibatch"):
+        M.run_theorem4(p, 10, n_runs=2, seed=0, kappa=2.0, minibatch="square")
+    with pytest.raises(ValueError, match="kappa"):
+        with_state_dependent_noise(_mp("gaussian_bilinear"), sigma=1.0, kappa=0.9)
+    with pytest.raises(ValueError, match="sigma"):
+        with_state_dependent_noise(_mp("gaussian_bilinear"), sigma=-1.0, kappa=1.0)
+    with pytest.raises(ValueError, match="batch"):
+        p.sample(p.z0, np.random.default_rng(0), batch=0)
+
+
+def test_theorem4_bound_formula():
+    assert M.theorem4_bound(2.0, 3.0, 0.5, 6.0) == pytest.approx(1570 * 4 * 3 * 0.5 + 8 * 36 / 3)
+
+
+def test_gaussian_bilinear_definition():
+    p = _mp("gaussian_bilinear", seed=0)
+    assert p.dim == 10 and p.L == 1.0
+    K = p.operator(np.eye(10)).T
+    assert np.linalg.norm(K, 2) == pytest.approx(1.0)
+    np.testing.assert_allclose(K + K.T, 0.0, atol=1e-15)
+    assert np.linalg.norm(p.z0) == pytest.approx(1.0)

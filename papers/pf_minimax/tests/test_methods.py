@@ -14,7 +14,7 @@ def test_vx_first_step_by_hand():
     game = make_problem("matrix_game", A=np.diag([1.0, 2.0]))
     tr = run_method("v_x", game, 1)
     assert np.allclose(tr.y, [5 / 12, 7 / 12]) and np.array_equal(tr.x, [1.0, 0.0])
-    assert tr.params == {"mu0": 1.0, "omega": 0.5, "x_step": "open_loop"}
+    assert tr.params == {"mu0": 1.0, "omega": 0.5, "x_step": "open_loop", "freeze_y": False}
 
 
 def test_proj_first_step_by_hand():
@@ -51,7 +51,7 @@ def test_anytime_prefix_and_records():
 def test_nc_defaults_and_best_so_far():
     p = make_problem("dro_synthetic", N=30, d=5, lam=0.1, grouping="example", seed=0)
     tr = run_method("v_y", p, 50, record_every=5)
-    assert tr.params == {"mu0": 0.0, "omega": 0.5, "x_step": "short"}
+    assert tr.params == {"mu0": 0.0, "omega": 0.5, "x_step": "short", "freeze_y": False}
     assert np.all(np.diff(tr.measure) <= 0) and np.allclose(tr.measure, np.minimum.accumulate(tr.raw_measure))
     q = make_problem("dro_synthetic", N=30, d=5, lam=0.0, grouping="block", seed=0)
     tr = run_method("v_x", q, 10)
@@ -85,3 +85,32 @@ def test_ncc_needs_positive_mu0_and_peg_needs_cc():
         run_method("v_x", p, 5, mu0=0.0)
     with pytest.raises(ValueError, match="peg"):
         run_method("peg", p, 5)
+
+
+def test_freeze_y_keeps_the_dual_at_its_center_and_descends_f_at_ybar():
+    """The negative control: with the dual step removed y stays at ybar, and the x-step is the same LMO step on
+    f(., ybar) as the running method takes on f(., y_{k+1})."""
+    prob = make_problem("dro_synthetic", N=30, d=5, lam=0.0, grouping="block", seed=0)
+    tr = run_method("v_x", prob, 5, freeze_y=True)
+    np.testing.assert_array_equal(tr.y, prob.Y.center())
+    x = prob.X.center()
+    y = prob.Y.center()
+    L_k = prob.L_xx + prob.L_xy ** 2 / (prob.mu_y + 1.0)
+    gx = prob.grad_x(x, y)
+    d = prob.X.lmo(gx) - x
+    alpha = min(1.0, max(-float(np.vdot(gx, d)), 0.0) / (L_k * float(np.vdot(d, d))))
+    np.testing.assert_allclose(run_method("v_x", prob, 1, freeze_y=True).x, x + alpha * d, rtol=1e-12)
+    with pytest.raises(ValueError, match="freeze_y"):
+        run_method("sp_fw", prob, 5, freeze_y=True)
+
+
+def test_peg_step_scales_the_extragradient_step():
+    game = make_problem("uniform_game", n=6, m=5, seed=1)
+    a = run_method("peg", game, 3)
+    b = run_method("peg", game, 3, peg_step=0.5)
+    np.testing.assert_array_equal(a.x, b.x)
+    c = run_method("peg", game, 3, peg_step=1.0)
+    assert not np.array_equal(a.x, c.x)
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="peg_step"):
+            run_method("peg", game, 3, peg_step=bad)

@@ -128,3 +128,37 @@ def test_unknown_problem_and_synthetic_shapes():
     assert p.J == 10 and p.A.shape == (40, 10) and p.counts.tolist() == [4] * 10
     with pytest.raises(ValueError, match="grouping"):
         make_problem("dro_synthetic", N=40, d=10, lam=0.0, grouping="digit")
+
+
+def test_text_like_corpus_draws_and_bad_inputs():
+    from papers.pf_minimax.problems import text_like_corpus
+    words, labels, value = text_like_corpus(30, 40, 4, 7, topic_words=5, seed=3)
+    assert words.shape == (30, 7) and labels.shape == (30,)
+    assert words.min() >= 0 and words.max() < 40 and set(labels) <= set(range(4))
+    assert value == pytest.approx(1 / np.sqrt(7))
+    again = text_like_corpus(30, 40, 4, 7, topic_words=5, seed=3)
+    np.testing.assert_array_equal(words, again[0])
+    with pytest.raises(ValueError, match="C >= 2"):
+        text_like_corpus(30, 40, 1, 7)
+    with pytest.raises(ValueError, match="s must"):
+        text_like_corpus(30, 40, 3, 0)
+
+
+def test_robust_multiclass_is_a_margin_game():
+    """f(W, y) = sum_j y_j (1 + <a_i, w_c - w_label>) over pairs (i, c != label); the dense adjoint equals the
+    triplet-built one, the gap formula holds at a vertex pair, and ||M||_2 matches a dense computation."""
+    from papers.pf_minimax.problems import NuclearGame
+    g = make_problem("robust_multiclass", N=12, d=25, C=3, s=4, delta=2.0, seed=1)
+    assert g.X.shape == (25, 3) and g.Y.dim == 12 * 2
+    rng = np.random.default_rng(0)
+    y = rng.dirichlet(np.ones(g.Y.dim))
+    dense = g.adjoint(y)
+    sparse = NuclearGame.adjoint(g, y).toarray()
+    np.testing.assert_allclose(dense, sparse, atol=1e-14)
+    np.testing.assert_allclose(dense.sum(axis=1), 0.0, atol=1e-14)  # each A_j moves weight between two classes
+    W = rng.standard_normal((25, 3))
+    W *= 1.0 / np.linalg.svd(W, compute_uv=False).sum()
+    np.testing.assert_allclose(g.grad_y(W, y), g.M @ W.ravel() + 1.0)
+    assert g.L_xy == pytest.approx(np.linalg.norm(g.M.toarray(), 2), rel=1e-8)
+    sigma = np.linalg.svd(dense, compute_uv=False)[0]
+    assert g.duality_gap(W, y) == pytest.approx(np.max(g.M @ W.ravel() + 1.0) + 2.0 * sigma - y.sum())

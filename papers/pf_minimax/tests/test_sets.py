@@ -118,3 +118,17 @@ def test_bad_nuclear_inputs():
         N.lmo(sp.csr_matrix(np.full((3, 3), np.nan)))
     with pytest.raises(ValueError, match="v contains NaN"):
         N.project(np.full((3, 3), np.nan))
+
+
+def test_top_pair_of_a_matrix_whose_rows_sum_to_zero():
+    """The constant start vector would lie in the null space of G^T G; the fixed non-constant one does not."""
+    import scipy.sparse as sp
+    from papers.pf_minimax.sets import top_singular_pair
+    rng = np.random.default_rng(0)
+    G = rng.standard_normal((40, 30))
+    G -= G.mean(axis=1, keepdims=True)
+    u, s, v = top_singular_pair(sp.csr_matrix(G))
+    assert s == pytest.approx(np.linalg.svd(G, compute_uv=False)[0], rel=1e-8)
+    u2, s2, v2 = top_singular_pair(G[:, :5])  # dense and thin: a dense SVD
+    assert s2 == pytest.approx(np.linalg.svd(G[:, :5], compute_uv=False)[0], rel=1e-12)
+    np.testing.assert_allclose(abs(u2 @ G[:, :5] @ v2), s2, rtol=1e-12)
