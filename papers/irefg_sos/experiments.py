@@ -25,13 +25,13 @@ from shared.provenance import hardware
 from shared.results import write_arrays
 
 from . import poly as P
-from .baselines import FullModel, grid_optimum, run_batch, random_starts, slsqp_multistart
+from .baselines import FullModel, _slsqp, grid_optimum, run_batch, random_starts, slsqp_multistart
 from .concavity import sos_concavity_certificate, sos_monotonicity_certificate
 from .crosscheck import ncpol_bound
 from .games import (forgetful_cut_game, load_game, random_cut_game, random_decision_problem,
                     random_two_player_game)
 from .hierarchy import moment_bound, pure_optimum
-from .nash import nash_conv, nash_conv_grid, sos_nash
+from .nash import nash_conv, nash_conv_grid, no_ne_grid_certificate, sos_nash
 
 EXACT_TOL = 1e-6
 NE_TOL = 1e-5           # NashConv of an SDP candidate is accurate to ~1e-7 (spec pitfalls)
@@ -147,6 +147,7 @@ def run_cycle5(params: dict, ctx: RunContext):
                                scs_eps=params.get("scs_eps") if scs else None)
             backends.add(res.solver)
             block[f"level{level}"] = _r(res.bound)
+            block[f"level{level}_gap"] = _r(res.bound - opt)
             if prev is not None:
                 metrics["max_increase"] = _r(max(metrics.get("max_increase", -np.inf), res.bound - prev), 4)
             prev = res.bound
@@ -179,7 +180,7 @@ def _random_games(params):
 def run_random(params: dict, ctx: RunContext):
     rows, games, backends = [], {}, set()
     _warm_up()
-    min_diff, max_inc, n_exact, n_total, n_gap1, n_cert = np.inf, -np.inf, 0, 0, 0, 0
+    min_diff, max_inc, n_exact, n_total, n_gap1, n_cert, n_exact_r0 = np.inf, -np.inf, 0, 0, 0, 0, 0
     for kind, l, seed, game in _random_games(params):
         key = f"{kind}_l{l}_s{seed}"
         opt, _ = pure_optimum(game)
@@ -207,6 +208,7 @@ def run_random(params: dict, ctx: RunContext):
             n_gap1 += 1
         n_total += 1
         n_exact += exact_at is not None
+        n_exact_r0 += exact_at == r0
         games[key] = {"optimum": _r(opt), "n_infosets": n_inf, "degree": game.degree(), "r0": r0,
                       "exact_level": exact_at if exact_at is not None else -1,
                       "certified_strategy_level": certified_at,
@@ -214,6 +216,7 @@ def run_random(params: dict, ctx: RunContext):
         ctx.log(f"{key}: opt {opt:.4f}, bounds {[round(v, 5) for v in bounds.values()]}, exact at {exact_at}")
     metrics = {"min_bound_minus_opt": _r(min_diff, 4), "max_increase": _r(max_inc if np.isfinite(max_inc) else 0.0, 4),
                "frac_exact_by_level_limit": _r(n_exact / n_total), "n_games": n_total,
+               "control": {"first_level_only": {"frac_exact": _r(n_exact_r0 / n_total)}},
                "n_certified_strategies": n_cert,
                "randcut": {"n_level1_gap": n_gap1}, "games": games}
     ctx.record(solver=sorted(backends))
@@ -224,7 +227,7 @@ def run_random(params: dict, ctx: RunContext):
 def run_concave(params: dict, ctx: RunContext):
     rows, metrics, backends = [], {"certified": {}, "min_gram_eigenvalue": {}, "exact_first_level": {}}, set()
     expected = params["expected_certified"]
-    matches = 0
+    matches, gaps_cert = 0, []
     for name in params["games"]:
         game = load_game(name)
         cert = sos_concavity_certificate(game)
@@ -239,11 +242,13 @@ def run_concave(params: dict, ctx: RunContext):
             res = moment_bound(game, max(1, math.ceil(game.degree() / 2)))
             exact = _is_exact(res, opt) and res.certified and float(np.max(np.abs(res.point - xstar))) <= 1e-3
             metrics["exact_first_level"][name] = exact
+            gaps_cert.append(abs(res.bound - opt))
             ok = ok and exact
             rows.append(_row("sos", "gap", res.bound - opt, game=name, level=res.level))
         matches += ok
         ctx.log(f"{name}: certified={cert.certified} (t*={cert.min_gram_eigenvalue})")
     metrics["n_pattern_match"] = matches
+    metrics["max_first_level_gap_certified"] = _r(max(gaps_cert), 4) if gaps_cert else None
     metrics["n_games"] = len(params["games"])
     ctx.record(solver=sorted(b for b in backends if b))
     return rows, metrics
@@ -267,7 +272,17 @@ def run_pgd(params: dict, ctx: RunContext):
     rows = [_row("pga", "final_value", v, game=params["game"], seed=i) for i, v in enumerate(out["values"])]
     rows.append(_row("pga", "seconds", pgd_sec, game=params["game"]))
     rows.append(_row("sos", "seconds", res.seconds, game=params["game"], level=res.level))
+    # controls: the same protocol on an SOS-concave game (no spurious local maximum), and one PGA run in the
+    # SOS relaxation's place (mean gap of single runs to the optimum)
+    cg = load_game(params["control_game"])
+    c_opt, _, _ = ground_truth(cg)
+    c_out = run_batch(FullModel(cg), "pga", random_starts(cg, params["starts"], ctx.generator("control_starts")),
+                      iters=params["iters"], step=params["step"])
+    control = {"concave_game": {"game": params["control_game"],
+                                "bad_fraction": _r(float(np.mean(c_out["values"] < c_opt - 0.1)))},
+               "pga_single_run": {"mean_gap": _r(float(np.mean(opt - out["values"])), 6)}}
     metrics = {"fig3_bad_fraction": _r(bad.mean()), "n_starts": int(len(bad)), "optimum": _r(opt),
+               "control": control,
                "theory_bad_fraction": _r(2 / 9), "pgd_best": _r(out["values"].max()),
                "sos_value": _r(res.bound), "sos_fig3_gap": _r(abs(res.bound - opt), 4), "sos_certified": res.certified,
                "saddle": [_r(2 / 3), _r(2 / 3)]}
@@ -292,12 +307,12 @@ def run_nash(params: dict, ctx: RunContext):
                 rows.append(_row("sos_nash", metric, val, game="wichardt2008", level=level, seed=seed))
             ctx.log(f"wichardt level {level} seed {seed}: {res.status} after {res.iterations} it, {res.seconds:.1f}s")
     all_st = {v["status"] for v in statuses.values()}
-    g = np.linspace(0.0, 1.0, params["grid"])
-    grid = np.stack([a.ravel() for a in np.meshgrid(g, g, g, indexing="ij")], axis=1)
-    nc = nash_conv_grid(w, grid)
-    k = int(np.argmin(nc))
+    cert = no_ne_grid_certificate(w, int(params["grid"]))
     metrics["wichardt"] = {"status": all_st.pop() if len(all_st) == 1 else "mixed", "runs": statuses,
-                           "min_grid_nashconv": _r(nc[k]), "argmin_grid": [_r(v) for v in grid[k]]}
+                           "min_grid_nashconv": _r(cert["min_grid_nashconv"]),
+                           "argmin_grid": [_r(v) for v in cert["argmin"]],
+                           "certificate": {"lipschitz": _r(cert["lipschitz"]), "h": _r(cert["h"]),
+                                           "margin": _r(cert["margin"])}}
     a = load_game("amd_policeman")
     runs, ncs, all_ne = {}, [], True
     for seed in params["amdp_seeds"]:
@@ -316,7 +331,7 @@ def run_nash(params: dict, ctx: RunContext):
                             ("nash_conv", -1.0 if nc_ind is None else nc_ind)):
             rows.append(_row("sos_nash", metric, val, game="amd_policeman", level=params["amdp_level"], seed=seed))
         ctx.log(f"amd_policeman seed {seed}: {res.status}, NashConv {nc_ind}")
-    metrics["amdp"] = {"all_ne": all_ne, "runs": runs,
+    metrics["amdp"] = {"all_ne": all_ne, "runs": runs, "status": "ne" if (all_ne and runs) else "mixed",
                        "max_nashconv": _r(max(ncs), 3) if (ncs and all_ne) else 1.0e6}
     ctx.record(solver=sorted(backends))
     return rows, metrics
@@ -392,6 +407,7 @@ def run_random2p(params: dict, ctx: RunContext):
     rows, games, backends = [], {}, set()
     counts = {"ne": 0, "no_ne": 0, "undecided": 0}
     ne_ncs, no_ne_grid, n_monotone, n_inconsistent = [], [], 0, 0
+    cut_ne_ncs, cut_first_gaps = [], []
     for l in params["l"]:
         for zero_sum in (True, False):
             for seed in params["seeds"]:
@@ -406,6 +422,9 @@ def run_random2p(params: dict, ctx: RunContext):
                 nc = nash_conv(game, res.profile) if res.profile is not None else None
                 if nc is not None:
                     ne_ncs.append(nc)
+                    if res.cuts >= 1 and res.candidate_gaps:
+                        cut_ne_ncs.append(nc)
+                        cut_first_gaps.append(res.candidate_gaps[0])
                 grid_min = _grid_min_nashconv(game, params["grid"]) if res.status != "ne" else None
                 if res.status == "no_ne":
                     no_ne_grid.append(grid_min)
@@ -418,6 +437,7 @@ def run_random2p(params: dict, ctx: RunContext):
                 games[key] = {"n_variables": game.n_variables, "degree": game.degree(), "status": res.status,
                               "iterations": res.iterations, "cuts": res.cuts, "levels": res.levels,
                               "nash_conv": None if nc is None else _r(nc, 3),
+                              "candidate_gaps": [_r(v, 4) for v in res.candidate_gaps],
                               "grid_min_nashconv": None if grid_min is None else _r(grid_min, 6),
                               "sos_monotone": mono.certified,
                               "monotone_min_gram_eigenvalue": None if mono.min_gram_eigenvalue is None
@@ -432,7 +452,10 @@ def run_random2p(params: dict, ctx: RunContext):
     metrics = {"n_games": n, "counts": counts, "frac_decided": _r((counts["ne"] + counts["no_ne"]) / n),
                "max_ne_nashconv": _r(max(ne_ncs), 3) if ne_ncs else None,
                "min_no_ne_grid_nashconv": _r(min(no_ne_grid), 6) if no_ne_grid else None,
-               "n_inconsistent": int(n_inconsistent), "n_sos_monotone": n_monotone, "games": games}
+               "n_inconsistent": int(n_inconsistent), "n_sos_monotone": n_monotone, "games": games,
+               "after_cuts": {"n_games": len(cut_ne_ncs),
+                              "max_nashconv": _r(max(cut_ne_ncs), 3) if cut_ne_ncs else None,
+                              "min_first_candidate_gap": _r(min(cut_first_gaps), 4) if cut_first_gaps else None}}
     ctx.record(solver=sorted(b for b in backends if b))
     return rows, metrics
 
@@ -468,9 +491,116 @@ def run_crosscheck(params: dict, ctx: RunContext):
     return rows, metrics
 
 
+# ----------------------------------------------------------------------------------------------- sparsity
+def run_sparse_cycles(params: dict, ctx: RunContext):
+    """Forgetful odd cycles C_k with k up to ~20 infosets by the correlative-sparse hierarchy
+    (:func:`papers.irefg_sos.hierarchy.sparse_single_player_bound`), cliques {v0, v_i, v_{i+1}} of the fan
+    triangulation (chordal, running intersection); the optimum is (k - 1)/k for odd k (max cut / edges). The
+    dense moment matrix at the same level would have side C(k + r, r)."""
+    from .hierarchy import sparse_single_player_bound
+
+    rows, per, backends = [], {}, set()
+    levels = [int(v) for v in params["levels"]]
+    top, below = max(levels), sorted(levels)[-2] if len(levels) > 1 else None
+    gaps_top, gaps_below = [], []
+    _warm_up()
+    for k in params["cycles"]:
+        k = int(k)
+        game = _cycle_game(k)
+        n = game.n_variables
+        groups = [game.infoset_variables(j) for j in range(len(game.infosets))]
+        var_of = {I.name: game.infoset_variables(j)[0] for j, I in enumerate(game.infosets)}
+        v = [var_of[f"v{i}"] for i in range(k)]
+        cliques = [[v[0], v[i], v[i + 1]] for i in range(1, k - 1)]
+        opt = (k - (k % 2)) / k
+        entry = {"optimum": _r(opt), "n_variables": n, "n_cliques": len(cliques)}
+        for level in levels:
+            res = sparse_single_player_bound(game.polynomial(1), n, groups, level, cliques)
+            backends.add(res.solver)
+            gap = res.bound - opt
+            entry[f"level{level}"] = _r(res.bound)
+            entry[f"level{level}_status"] = res.status
+            entry[f"level{level}_clique_moment_size"] = res.moment_size
+            entry[f"level{level}_dense_moment_size"] = math.comb(n + level, level)
+            if level == top:
+                gaps_top.append(abs(gap))
+            if level == below:
+                gaps_below.append(abs(gap))
+            for metric, val in (("bound", res.bound), ("gap", gap), ("seconds", res.seconds),
+                                ("moment_size", res.moment_size)):
+                rows.append(_row("sos_sparse", metric, val, game=f"cycle{k}", level=level))
+            ctx.log(f"cycle{k} sparse level {level}: {res.bound:.8f} (opt {opt:.8f}, {res.seconds:.1f}s)")
+        per[f"cycle{k}"] = entry
+    ctx.record(solver=sorted(b for b in backends if b))
+    metrics = {"cycles": per, "top_level": top, "max_gap_top_level": _r(max(gaps_top), 4),
+               "control": {"level_below": {"level": below,
+                                           "max_gap": _r(max(gaps_below), 4) if gaps_below else None}}}
+    return rows, metrics
+
+
+# ----------------------------------------------------------------------------------------------- Table 1
+def run_table1(params: dict, ctx: RunContext):
+    """The paper's random-instance experiment (Table 1; :mod:`papers.irefg_sos.table1`): per instance, the SOS
+    relaxation at the first level (certified or not, time; a flat rank-1 point whose value misses the bound by
+    solver inaccuracy is polished by SLSQP, and the instance counts as certified when the polished value is
+    within 1e-6 of the bound: a feasible value matching an upper bound) and ``restarts`` runs of projected gradient ascent
+    (step ``step``, ``iters`` iterations, Dirichlet(1) starts): the fraction of restarts within ``tol`` of the
+    certified optimum, and whether the best restart reaches it. Times go to timings.json and provenance."""
+    import json
+
+    from shared.results import atomic_write_text
+
+    from .hierarchy import single_player_bound
+    from .table1 import PolynomialModel, random_instance, success_tolerance
+
+    rows, certified, pgd_rate, pgd_best, sos_s, pgd_s = [], [], [], [], [], []
+    backends, n_uncertified = set(), 0
+    _warm_up()
+    rng = ctx.generator("pga_starts")
+    for i in range(int(params["instances"])):
+        inst = random_instance([int(ctx.seed), i], infosets=int(params["infosets"]), actions=int(params["actions"]),
+                               degree=int(params["degree"]), terms=int(params["terms"]))
+        level = max(1, math.ceil(int(params["degree"]) / 2))
+        t0 = time.perf_counter()
+        res = single_player_bound(inst.free, inst.n, inst.groups, level)
+        ok_sos = bool(res.certified)
+        if not ok_sos and res.point is not None:      # flat rank 1 but the extracted point is solver-inaccurate:
+            v, _ = _slsqp(inst.free, inst.n, inst.groups, res.point)     # polish it locally, then compare
+            ok_sos = v >= res.bound - 1e-6 * max(1.0, abs(res.bound))
+        sos_s.append(time.perf_counter() - t0)
+        backends.add(res.solver)
+        X0 = np.concatenate([rng.dirichlet(np.ones(inst.actions), size=int(params["restarts"]))
+                             for _ in range(inst.infosets)], axis=1)
+        t0 = time.perf_counter()
+        out = run_batch(PolynomialModel(inst), "pga", X0, iters=int(params["iters"]), step=float(params["step"]))
+        pgd_s.append(time.perf_counter() - t0)
+        certified.append(float(ok_sos))
+        rows += [_row("sos", "certified", float(ok_sos), game=f"inst{i}", level=level, seed=i),
+                 _row("sos", "bound", res.bound, game=f"inst{i}", level=level, seed=i)]
+        if not ok_sos:
+            n_uncertified += 1
+            continue
+        ok = out["values"] >= res.bound - success_tolerance(res.bound, float(params["tol"]))
+        pgd_rate.append(float(ok.mean()))
+        pgd_best.append(float(ok.any()))
+        rows.append(_row("pga", "success_rate", ok.mean(), game=f"inst{i}", seed=i))
+    timings = {"sos_s_per_instance": float(np.mean(sos_s)), "pgd_s_per_instance": float(np.mean(pgd_s)),
+               "restarts": int(params["restarts"]), "iters": int(params["iters"]), "cpu": hardware()["cpu"]}
+    atomic_write_text(ctx.out_dir / "timings.json", json.dumps(timings, indent=2, sort_keys=True) + "\n")
+    ctx.record(solver=sorted(b for b in backends if b), timings=timings)
+    metrics = {"n_instances": int(params["instances"]), "n_uncertified": n_uncertified,
+               "sos_certified_per_instance": certified, "sos_success_rate": _r(float(np.mean(certified))),
+               "pgd_success_rate_per_instance": [_r(v) for v in pgd_rate],
+               "pgd_mean_success_rate": _r(float(np.mean(pgd_rate))) if pgd_rate else None,
+               "control": {"pgd_single_run": {"success_per_instance": [_r(v) for v in pgd_rate]},
+                           "pgd_best_of_restarts": {"success_rate_per_instance": pgd_best}}}
+    return rows, metrics
+
+
 EXPERIMENTS = {"canonical": run_canonical, "cycle5": run_cycle5, "random": run_random, "concave": run_concave,
                "pgd": run_pgd, "nash": run_nash, "performance": run_performance,
-               "random2p": run_random2p, "crosscheck": run_crosscheck}
+               "random2p": run_random2p, "crosscheck": run_crosscheck, "table1": run_table1,
+               "sparse_cycles": run_sparse_cycles}
 
 if __name__ == "__main__":
     main(EXPERIMENTS)

@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from . import poly as P
 
 __all__ = ["BoundResult", "MomentSolution", "moment_relaxation", "strategy_constraints", "moment_bound",
-           "single_player_bound", "pure_optimum", "min_level", "flat_rank"]
+           "single_player_bound", "sparse_single_player_bound", "pure_optimum", "min_level", "flat_rank"]
 
 RANK_TOL = 1e-6
 CERT_TOL = 1e-6
@@ -295,3 +295,97 @@ def pure_optimum(game, player: int = 1) -> tuple[float, dict]:
     vals = P.eval_batch(E, c, X)
     k = int(np.argmax(vals))
     return float(vals[k]), game.vector_to_profile(X[k])
+
+
+def _support(p: dict) -> frozenset:
+    return frozenset(j for a in p for j, k in enumerate(a) if k)
+
+
+def _clique_monomials(clique, n: int, d: int) -> list:
+    """Global exponents of the monomials of degree <= d in the variables of ``clique`` (graded lex order)."""
+    out = []
+    for b in P.monomials(len(clique), d):
+        a = [0] * n
+        for j, k in zip(clique, b):
+            a[j] = k
+        out.append(tuple(a))
+    return out
+
+
+def sparse_single_player_bound(U: dict, n: int, groups, level: int, cliques, *, solver: str | None = None
+                               ) -> BoundResult:
+    r"""Correlative-sparse level-``level`` bound for :math:`\max U` over the product of simplices ``groups``
+    (Waki, Kim, Kojima, Muramatsu 2006; Lasserre 2006).
+
+    ``cliques``: variable index sets covering every infoset group and every monomial of U (use the maximal
+    cliques of a chordal extension of the correlative graph, so that they satisfy the running intersection
+    property, under which the sparse hierarchy still converges). One moment matrix :math:`M_r(y, I_k)` per
+    clique over the monomials in :math:`I_k`; localizing matrices for the linear constraints of each group and
+    for the pairwise products of constraints that live in one clique. The bound is :math:`\ge` the dense
+    :math:`\rho_r` and :math:`\ge U^*`. ``flat`` and ``rank`` refer to the first clique's moment matrix.
+    """
+    import cvxpy as cp
+
+    start = time.perf_counter()
+    _check_level(level, min_level([U]))
+    cliques = [sorted(set(int(j) for j in c)) for c in cliques]
+    sets = [frozenset(c) for c in cliques]
+    if any(not c for c in cliques) or any(j < 0 or j >= n for c in cliques for j in c):
+        raise ValueError(f"cliques must be non-empty sets of variable indices in [0, {n})")
+    for g in groups:
+        if not any(set(g) <= s for s in sets):
+            raise ValueError(f"cliques: the infoset group {list(g)} is not inside one clique")
+    for a in U:
+        sup = frozenset(j for j, k in enumerate(a) if k)
+        if not any(sup <= s for s in sets):
+            raise ValueError(f"cliques: the monomial {a} of U is not inside one clique")
+    lin, _ = strategy_constraints(groups, n)
+    cons_by_clique = [[] for _ in cliques]
+    for g in lin:
+        k = next(i for i, s in enumerate(sets) if _support(g) <= s)
+        cons_by_clique[k].append(g)
+    monos = sorted({a for c in cliques for a in _clique_monomials(c, n, 2 * level)}, key=lambda a: (sum(a), a))
+    index = {a: k for k, a in enumerate(monos)}
+    N = len(monos)
+    y = cp.Variable(N)
+    zero = (0,) * n
+    cons = [y[index[zero]] == 1]
+    scalars = []
+    mats = []
+    for ci, c in enumerate(cliques):
+        basis = _clique_monomials(c, n, level)
+        A = _localizing_matrix({zero: 1.0}, basis, index, N)
+        cons.append(cp.reshape(A @ y, (len(basis), len(basis)), order="C") >> 0)
+        mats.append((A, len(basis), [len(_clique_monomials(c, n, t)) for t in range(level + 1)]))
+        local = [g for i, s in enumerate(sets) for g in lin if _support(g) <= sets[ci]]
+        local = list({tuple(sorted(g.items())): g for g in local}.values())
+        prods = [P.mul(local[a], local[b]) for a in range(len(local)) for b in range(a + 1, len(local))]
+        for g in (cons_by_clique[ci] + prods):
+            d = level - math.ceil(P.degree(g) / 2)
+            if d < 0:
+                continue
+            gb = _clique_monomials(c, n, d)
+            Ag = _localizing_matrix(g, gb, index, N)
+            if len(gb) == 1:
+                scalars.append(Ag)
+            else:
+                cons.append(cp.reshape(Ag @ y, (len(gb), len(gb)), order="C") >> 0)
+    if scalars:
+        cons.append(sp.vstack(scalars).tocsr() @ y >= 0)
+    cvec = np.zeros(N)
+    for a, coef in U.items():
+        cvec[index[a]] += coef
+    problem = cp.Problem(cp.Maximize(cvec @ y), cons)
+    res = _solve(problem, solver)
+    out = BoundResult(bound=res.value, strategy=None, flat=False, rank=None, status=res.status, solver=res.backend,
+                      seconds=0.0, moment_size=max(m[1] for m in mats), level=int(level),
+                      solve_seconds=res.solve_time)
+    if res.status in ("optimal", "optimal_inaccurate") and y.value is not None:
+        yv = np.asarray(y.value, dtype=float)
+        A, s, sizes = mats[0]
+        _, out.flat, out.rank = flat_rank(np.asarray(A @ yv).reshape(s, s), sizes)
+        x = np.array([yv[index[tuple(1 if i == j else 0 for i in range(n))]] for j in range(n)])
+        out.point = x
+        out.value_at_strategy = P.evaluate(U, x)
+    out.seconds = time.perf_counter() - start
+    return out

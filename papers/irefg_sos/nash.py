@@ -18,6 +18,7 @@ Reference: J. Nie, X. Tang, "Nash equilibrium problems of polynomials", Math. Op
 """
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass, field
@@ -27,14 +28,17 @@ import numpy as np
 from . import poly as P
 from .hierarchy import min_level, moment_relaxation, single_player_bound, strategy_constraints
 
-__all__ = ["NashResult", "sos_nash", "nash_conv", "kkt_constraints", "best_response"]
+__all__ = ["NashResult", "sos_nash", "nash_conv", "kkt_constraints", "best_response", "nash_conv_lipschitz",
+           "no_ne_grid_certificate"]
 
 
 @dataclass
 class NashResult:
     """``status`` ("ne" | "no_ne" | "undecided"), ``profile`` (dict or None), ``nash_conv`` (sum of the
     certified deviation gains at the profile, or None), ``iterations``, ``cuts``, ``levels`` (level of each
-    relaxation solved), ``solvers`` (backend of each), ``seconds``."""
+    relaxation solved), ``solvers`` (backend of each), ``seconds``, ``candidate_gaps`` (for every flat candidate in
+    order, the sum over players of its certified best-response gain; a positive entry before the last is a
+    candidate the cut loop rejected)."""
 
     status: str
     profile: dict | None
@@ -44,6 +48,7 @@ class NashResult:
     levels: list = field(default_factory=list)
     solvers: list = field(default_factory=list)
     seconds: float = 0.0
+    candidate_gaps: list = field(default_factory=list)
 
 
 def kkt_constraints(game) -> tuple[list, list]:
@@ -193,7 +198,7 @@ def sos_nash(game, *, level: int = 2, max_level: int = 4, theta_seed: int = 0, m
     kkt_in, kkt_eq = kkt_constraints(game)
     objective = _theta_objective(n, theta_seed)
     cuts: list = []
-    levels, solvers = [], []
+    levels, solvers, gaps = [], [], []
     r = max(level, min_level(kkt_in + kkt_eq))
     if r > max_level:
         raise ValueError(f"max_level must be >= {r} (the KKT constraints have degree {2 * r} or so)")
@@ -205,7 +210,7 @@ def sos_nash(game, *, level: int = 2, max_level: int = 4, theta_seed: int = 0, m
         levels.append(int(r))
         solvers.append(sol.backend)
         if sol.status == "infeasible":
-            return NashResult("no_ne", None, None, it, len(cuts), levels, solvers, time.perf_counter() - start)
+            return NashResult("no_ne", None, None, it, len(cuts), levels, solvers, time.perf_counter() - start, gaps)
         if sol.y is None or not sol.flat or sol.flat_rank != 1:
             r += 1
             if r > max_level:
@@ -219,11 +224,12 @@ def sos_nash(game, *, level: int = 2, max_level: int = 4, theta_seed: int = 0, m
             deltas.append(max(delta, 0.0))
             if delta > tol:
                 new_cuts.append(_cut(game, player, br["point"]))
+        gaps.append(float(sum(deltas)))
         if max(deltas) <= tol:
             return NashResult("ne", game.vector_to_profile(u), float(sum(deltas)), it, len(cuts), levels, solvers,
-                              time.perf_counter() - start)
+                              time.perf_counter() - start, gaps)
         cuts.extend(new_cuts)
-    return NashResult("undecided", None, None, it, len(cuts), levels, solvers, time.perf_counter() - start)
+    return NashResult("undecided", None, None, it, len(cuts), levels, solvers, time.perf_counter() - start, gaps)
 
 
 def nash_conv(game, profile) -> float:
@@ -262,3 +268,58 @@ def nash_conv_grid(game, grid: np.ndarray) -> np.ndarray:
             best = np.maximum(best, P.eval_batch(E, c, X))
         total += np.maximum(best - cur, 0.0)
     return total
+
+
+def coordinate_derivative_bounds(p: dict, n: int) -> np.ndarray:
+    """S_j >= sup over the box [0, 1]^n of |dp/dx_j|, for j = 0..n-1.
+
+    For a multilinear p (every exponent <= 1) dp/dx_j is multilinear, so its extreme values over the box are at
+    vertices and S_j is exact (vertex enumeration, n <= 16); otherwise S_j = sum_alpha |c_alpha| alpha_j, since
+    |d x^alpha / dx_j| <= alpha_j on the box."""
+    multilinear = all(max(a, default=0) <= 1 for a in p)
+    out = np.zeros(n)
+    if multilinear and n <= 16:
+        V = np.array(list(itertools.product((0.0, 1.0), repeat=n)))
+        for j in range(n):
+            d = P.derivative(p, j)
+            if d:
+                E, c = P.to_arrays(d, n)
+                out[j] = float(np.max(np.abs(P.eval_batch(E, c, V))))
+        return out
+    for a, c in p.items():
+        out += abs(c) * np.asarray(a, dtype=float)
+    return out
+
+
+def nash_conv_lipschitz(game) -> float:
+    r"""A Lipschitz constant of NashConv in the sup-norm over the box :math:`[0, 1]^n` of free variables:
+    :math:`\sum_i (\sum_{j \notin \mathrm{own}_i} S_{ij} + \sum_j S_{ij})`, :math:`S_{ij} \ge \sup |\partial_j
+    U_i|` (:func:`coordinate_derivative_bounds`). The best-response value :math:`\max_p U_i(p, x_{-i})` depends
+    on the others' variables only, each restriction with sup-norm constant at most
+    :math:`\sum_{j \notin \mathrm{own}_i} S_{ij}`; :math:`U_i` itself has :math:`\sum_j S_{ij}`."""
+    n = game.n_variables
+    total = 0.0
+    for p in game.players:
+        S = coordinate_derivative_bounds(game.polynomial(p), n)
+        own = set(game.player_variables(p))
+        total += float(sum(S[j] for j in range(n) if j not in own) + S.sum())
+    return total
+
+
+def no_ne_grid_certificate(game, k: int) -> dict:
+    r"""Certificate that ``game`` has no Nash equilibrium, independent of any SDP: with the grid
+    :math:`\{0, h, \dots, 1\}^n` (:math:`h = 1/(k-1)`), every profile lies within :math:`h/2` (sup-norm) of a
+    grid point, so :math:`\mathrm{NashConv}(x) \ge \min_{\mathrm{grid}} \mathrm{NashConv} - L h / 2`.
+    ``margin`` :math:`= \min_{\mathrm{grid}} - L h/2 - 10^{-9}` (floating-point slack); ``margin > 0`` proves
+    NashConv > 0 everywhere, i.e. no NE. Players must not be absentminded (pure best responses)."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:
+        raise ValueError(f"k must be an integer >= 2, got {k!r}")
+    g = np.linspace(0.0, 1.0, int(k))
+    n = game.n_variables
+    grid = np.stack([a.ravel() for a in np.meshgrid(*([g] * n), indexing="ij")], axis=1)
+    nc = nash_conv_grid(game, grid)
+    lip = nash_conv_lipschitz(game)
+    h = 1.0 / (k - 1)
+    min_nc = float(nc.min())
+    return {"min_grid_nashconv": min_nc, "lipschitz": lip, "h": h, "margin": min_nc - lip * h / 2 - 1e-9,
+            "argmin": grid[int(np.argmin(nc))]}

@@ -1,4 +1,5 @@
-"""Baselines standing in for the paper's (D-Wave, FEM, PI-GNN, SIA, NeuroSA, IAMP are not reproduced).
+"""Baselines standing in for the paper's (D-Wave, FEM, PI-GNN, SIA, NeuroSA are not reproduced; IAMP is in
+:mod:`papers.mipcrim.iamp`).
 
 - Greedy one-flip local search (steepest descent on :math:`E(s) = -\\tfrac12 s^\\top J s`): flip
   :math:`\\arg\\min_i s_i (Js)_i` while it is negative, updating the field :math:`f \\leftarrow f + 2 s_i' J_{:,i}`.

@@ -21,6 +21,7 @@ from shared.results import atomic_write_text, mean_and_se
 from . import baselines as bl
 from .ablation import relaxed_descent
 from .gset import best_known, decode_text, load_gset, parse_rudy
+from .iamp import edwards_anderson_q, iamp, solve_parisi_pde
 from .landscape import margin_gamma, one_flip_minima, relaxation_corner_minima
 from .problems import (cut_value, er_edges, goe_instance, ising_energy, kn_instance, landscape_instance,
                        maxcut_coupling, npp_discrepancy, npp_operator, sk_instance, sync_score)
@@ -31,6 +32,7 @@ HERE = Path(__file__).resolve().parent
 # Paper values quoted for comparison (Table 2: MiP-CRIM mean energies; Tables 1, 3)
 PAPER_TABLE2 = {"goe": {100: -71.39, 200: -144.74, 500: -363.59, 1000: -728.27},
                 "sk": {100: -504.95, 200: -1438.63, 500: -5752.52, 1000: -16269.86}}
+PAPER_TABLE2_IAMP = {"goe": {100: -62.00, 200: -127.76, 500: -322.67, 1000: -643.85}, "sk": {1000: -10895.32}}
 PAPER_TABLE3 = {"G14": 3056, "G15": 3037, "G22": 13326, "G49": 6000, "G50": 5856, "G55": 10173, "G70": 9531}
 PAPER_NPP_MEAN, PAPER_NPP_BEST = 0.014, 0.0015
 
@@ -52,83 +54,114 @@ def _gap_pct(cut, best):
 
 
 # ----------------------------------------------------------------------------------------------------------- (i, ii)
+def _pgd(J, X, *, alpha, beta, lam, step, max_iter, tol):
+    """Projected gradient descent x <- clip(x - step grad H(x), -lam, lam), grad H = beta x^3 - (J + alpha I) x,
+    until the largest coordinate move is below ``tol`` or ``max_iter`` steps."""
+    for _ in range(max_iter):
+        Xn = np.clip(X - step * (beta * X ** 3 - J @ X - alpha * X), -lam, lam)
+        move = float(np.max(np.abs(Xn - X)))
+        X = Xn
+        if move < tol:
+            break
+    return X
+
+
+def _pgd_endpoints(J, rng, *, alpha, beta, lam, starts, max_iter, tol, quartic_curvature=False):
+    """PGD from ``starts`` uniform points of the box (step 0.5/L, L = max|eig J| + alpha as in the spec, plus
+    3 beta lam^2 when ``quartic_curvature``: a bound on the curvature of H on the box, needed when beta lam^2 is
+    large); non-corner endpoints are perturbed by N(0, (1e-3 lam)^2) and rerun once.
+    Returns (corners before the rerun, corners after, corners that are one-flip minima)."""
+    n = J.shape[0]
+    X = rng.uniform(-lam, lam, size=(n, starts))
+    L = float(np.max(np.abs(np.linalg.eigvalsh(J)))) + alpha + (3 * beta * lam ** 2 if quartic_curvature else 0.0)
+    kw = dict(alpha=alpha, beta=beta, lam=lam, step=0.5 / L, max_iter=max_iter, tol=tol)
+    X = _pgd(J, X, **kw)
+    corner = np.all(np.abs(X) == lam, axis=0)
+    before = int(corner.sum())
+    if not corner.all():
+        Xp = X[:, ~corner] + rng.normal(0.0, 1e-3 * lam, size=(n, int((~corner).sum())))
+        X[:, ~corner] = _pgd(J, np.clip(Xp, -lam, lam), **kw)
+        corner = np.all(np.abs(X) == lam, axis=0)
+    S = np.where(X[:, corner] >= 0, 1.0, -1.0)
+    ok = np.all(S * (J @ S) >= -1e-12 * n * np.abs(J).max(), axis=0)
+    return before, int(corner.sum()), int(ok.sum())
+
+
 def run_landscape(params: dict, ctx: RunContext):
-    """Landscape equivalence (Thm 3.13) by brute force, its negative control, and projected GD endpoints."""
+    """Landscape equivalence (Thm 3.13) by brute force and projected GD endpoints, each with its control.
+
+    Controls (the theorem's hypotheses broken on purpose): ``alpha_above``: alpha = beta lam^2 + k gamma(J), above
+    the admissible interval (Lemma 3.11), so corners that are not one-flip minima become strict minima of H;
+    ``beta_large``: beta with beta lam^2 = 10 ||J||_inf + alpha, so that x_i dH/dx_i > 0 at every corner (f'(lam)
+    + lam gamma > 0 holds but f'(lam) < 0 fails) and PGD ends inside the box."""
     n, inst = int(params["n"]), int(params["instances"])
     starts, max_iter, tol = int(params["pgd_starts"]), int(params["pgd_max_iter"]), float(params["pgd_tol"])
     neg = float(params["negctl_gamma_factor"])
-    rows, equal, mism, gam_ratio, counts = [], [], [], [], []
-    c_before = c_after = c_total = onefl = n_corner = 0
+    c_starts, c_iter = int(params.get("control_starts", starts)), int(params.get("control_max_iter", max_iter))
+    rows, equal, equal_neg, gam_ratio, counts = [], [], [], [], []
+    tot = {"adm": [0, 0, 0], "above": [0, 0, 0], "beta_large": [0, 0, 0]}
     for t in range(inst):
         J, g0 = landscape_instance(t, n)
         beta, lam = 1.0, math.sqrt(0.4 * g0)
         alpha = 0.5 * (3 * beta * lam ** 2 + beta * lam ** 2 + g0)
         gamma = margin_gamma(J)
+        alpha_above = beta * lam ** 2 + neg * gamma
+        beta_large = (10.0 * float(np.abs(J).sum(axis=1).max()) + alpha) / lam ** 2
         ofm = one_flip_minima(J)
         cor = relaxation_corner_minima(J, alpha=alpha, beta=beta, lam=lam)
-        cor_neg = relaxation_corner_minima(J, alpha=beta * lam ** 2 + neg * gamma, beta=beta, lam=lam)
-        eq = ofm.shape == cor.shape and bool(np.all(ofm == cor))
-        eq_neg = ofm.shape == cor_neg.shape and bool(np.all(ofm == cor_neg))
-        equal.append(eq)
-        mism.append(not eq_neg)
+        cor_neg = relaxation_corner_minima(J, alpha=alpha_above, beta=beta, lam=lam)
+        equal.append(ofm.shape == cor.shape and bool(np.all(ofm == cor)))
+        equal_neg.append(ofm.shape == cor_neg.shape and bool(np.all(ofm == cor_neg)))
         gam_ratio.append(gamma / g0)
         counts.append(len(ofm))
         rows += [_row("one_flip", t, 0, "n_minima", len(ofm)), _row("corner_admissible", t, 0, "n_minima", len(cor)),
                  _row("corner_negctl", t, 0, "n_minima", len(cor_neg)), _row("margin", t, 0, "gamma_over_lsb",
                                                                             gamma / g0)]
-        # projected gradient descent from uniform starts in the box
-        rng = np.random.default_rng(t)
-        X = rng.uniform(-lam, lam, size=(n, starts))
-        L = float(np.max(np.abs(np.linalg.eigvalsh(J)))) + alpha
-        step = 0.5 / L
+        for variant, a_, b_ in (("adm", alpha, beta), ("above", alpha_above, beta), ("beta_large", alpha, beta_large)):
+            kw = (dict(starts=starts, max_iter=max_iter) if variant == "adm" else
+                  dict(starts=c_starts, max_iter=c_iter, quartic_curvature=True))
+            before, after, onefl = _pgd_endpoints(J, np.random.default_rng(t), alpha=a_, beta=b_, lam=lam, tol=tol,
+                                                  **kw)
+            for k, v in enumerate((before, after, onefl)):
+                tot[variant][k] += v
+            if variant == "adm":
+                rows += [_row("pgd", t, 0, "corner_frac", after / starts),
+                         _row("pgd", t, 0, "onefl_frac_of_corners", onefl / after if after else 1.0)]
 
-        def pgd(X):
-            for _ in range(max_iter):
-                G = beta * X ** 3 - J @ X - alpha * X
-                Xn = np.clip(X - step * G, -lam, lam)
-                move = float(np.max(np.abs(Xn - X)))
-                X = Xn
-                if move < tol:
-                    break
-            return X
+    def pgd_metrics(v, k):
+        before, after, onefl = v
+        return {"corner_frac_before": before / (inst * k), "corner_frac_after_rerun": after / (inst * k),
+                "onefl_frac_of_corners": onefl / after if after else 0.0}
 
-        X = pgd(X)
-        corner = np.all(np.abs(X) == lam, axis=0)
-        c_before += int(corner.sum())
-        if not corner.all():
-            Xp = X[:, ~corner] + rng.normal(0.0, 1e-3 * lam, size=(n, int((~corner).sum())))
-            X[:, ~corner] = pgd(np.clip(Xp, -lam, lam))
-            corner = np.all(np.abs(X) == lam, axis=0)
-        c_after += int(corner.sum())
-        c_total += starts
-        S = np.where(X[:, corner] >= 0, 1.0, -1.0)
-        ok = np.all(S * (J @ S) >= -1e-12 * n * np.abs(J).max(), axis=0)
-        onefl += int(ok.sum())
-        n_corner += int(corner.sum())
-        rows += [_row("pgd", t, 0, "corner_frac", corner.mean()), _row("pgd", t, 0, "onefl_frac_of_corners",
-                                                                      ok.mean() if ok.size else 1.0)]
     metrics = {
         "landscape": {"n": n, "n_instances": inst, "equal_fraction": float(np.mean(equal)),
-                      "negctl_mismatches": int(np.sum(mism)), "negctl_gamma_factor": neg,
+                      "negctl_mismatches": int(inst - np.sum(equal_neg)), "negctl_gamma_factor": neg,
                       "min_gamma_over_lsb": float(np.min(gam_ratio)), "mean_n_minima": float(np.mean(counts))},
-        "pgd": {"starts_per_instance": starts, "corner_frac_before": c_before / c_total,
-                "corner_frac_after_rerun": c_after / c_total,
-                "onefl_frac_of_corners": onefl / n_corner if n_corner else 0.0},
+        "pgd": {"starts_per_instance": starts, **pgd_metrics(tot["adm"], starts)},
+        "control": {"alpha_above": {"equal_fraction": float(np.mean(equal_neg)), **pgd_metrics(tot["above"], c_starts)},
+                    "beta_large": pgd_metrics(tot["beta_large"], c_starts)},
     }
     return rows, metrics
 
 
 # ------------------------------------------------------------------------------------------------------------ (iii)
 def run_sk_goe(params: dict, ctx: RunContext):
-    """SK and GOE instances (seed 137*trial + 42) with the README parameters; greedy and ballistic SB baselines."""
+    """SK and GOE instances (seed 137*trial + 42) with the README parameters; IAMP (the paper's own baseline,
+    :mod:`papers.mipcrim.iamp`), greedy and ballistic SB baselines.
+
+    Per-trial lists feed the claims' intervals. Control ``one_epoch``: the same runs with K = 1 epoch (no
+    restarts), i.e. Algorithm 1 without its epoch-and-restart loop."""
     sp_ = params["solver"]
-    rows, metrics, syncs = [], {}, []
+    rows, metrics, syncs, syncs_ctl = [], {}, [], []
     sizes = [int(v) for v in params["n"]]
+    control = {}
+    ip = params["iamp"]
+    pde = solve_parisi_pde(float(ip["beta"]), edwards_anderson_q(float(ip["beta"])), float(ip["delta"]))
     for cls in ("sk", "goe"):
         by_n = {}
         for n in sizes:
             norm = n ** 1.5 / math.sqrt(2) if cls == "sk" else float(n)
-            mip, grd, bsb = [], [], []
+            mip, grd, bsb, ctl, ia = [], [], [], [], []
             for trial in params["trials"]:
                 seed = 137 * int(trial) + 42
                 Jfull = sk_instance(n, seed) if cls == "sk" else goe_instance(n, seed)
@@ -136,33 +169,61 @@ def run_sk_goe(params: dict, ctx: RunContext):
                 np.fill_diagonal(J, 0.0)
                 const = -0.5 * float(np.trace(Jfull))   # reported energy uses the full J (as the reference code)
                 r = mip_crim(J, seed=seed, **sp_)
+                r1 = mip_crim(J, seed=seed, **{**sp_, "epochs": 1})
                 _, Eg = bl.greedy_restarts(J, int(params["greedy_restarts"]), seed)
                 _, Eb = bl.ballistic_sb(J, steps=int(params["bsb_steps"]), reads=int(params["bsb_reads"]), seed=seed)
+                _, Ei = iamp(J, beta=float(ip["beta"]), delta=float(ip["delta"]), restarts=int(ip["restarts"]),
+                             seed=seed, pde=pde)
                 e_m, e_g, e_b = (r.energy + const) / norm, (Eg.min() + const) / norm, (Eb.min() + const) / norm
+                ia.append((Ei.min() + const) / norm)
                 mip.append(e_m)
                 grd.append(e_g)
                 bsb.append(e_b)
+                ctl.append((r1.energy + const) / norm)
                 syncs.append(r.sync)
-                for meth, val in (("mip_crim", e_m), ("greedy", e_g), ("bsb", e_b)):
+                syncs_ctl.append(r1.sync)
+                for meth, val in (("mip_crim", e_m), ("greedy", e_g), ("bsb", e_b), ("iamp", ia[-1]),
+                                  ("mip_crim_one_epoch", ctl[-1])):
                     rows.append(_row(meth, seed, n, f"{cls}_norm_energy", val, trial=int(trial)))
                 rows.append(_row("mip_crim", seed, n, f"{cls}_sync", r.sync, trial=int(trial)))
             m, se = mean_and_se(mip)
             d, dse = mean_and_se(np.array(mip) - np.array(grd))
             by_n[str(n)] = {"mean": m, "se": se, "greedy_mean": float(np.mean(grd)), "bsb_mean": float(np.mean(bsb)),
-                            "mip_minus_greedy": d, "mip_minus_greedy_se": dse}
+                            "mip_minus_greedy": d, "mip_minus_greedy_se": dse, "per_trial": mip,
+                            "mip_minus_greedy_per_trial": list(np.array(mip) - np.array(grd)),
+                            "one_epoch_per_trial": ctl, "iamp_mean": float(np.mean(ia)), "iamp_per_trial": ia,
+                            "mip_minus_iamp_per_trial": list(np.array(mip) - np.array(ia)),
+                            "one_epoch_minus_iamp_per_trial": list(np.array(ctl) - np.array(ia)),
+                            "one_epoch_minus_greedy_per_trial": list(np.array(ctl) - np.array(grd))}
             if n in PAPER_TABLE2[cls]:
                 by_n[str(n)]["paper_mean"] = PAPER_TABLE2[cls][n] / norm
+            if n in PAPER_TABLE2_IAMP[cls]:
+                by_n[str(n)]["paper_iamp_mean"] = PAPER_TABLE2_IAMP[cls][n] / norm
+                by_n[str(n)]["iamp_minus_paper_iamp_per_trial"] = [v - by_n[str(n)]["paper_iamp_mean"] for v in ia]
         top = by_n[str(max(sizes))]
         key = "mean_norm_energy" if cls == "sk" else "mean_energy_per_spin"
-        metrics[cls] = {key: top["mean"], key + "_se": top["se"], "mip_minus_greedy": top["mip_minus_greedy"],
-                        "mip_minus_greedy_se": top["mip_minus_greedy_se"], "greedy_mean": top["greedy_mean"],
+        metrics[cls] = {key: top["mean"], key + "_se": top["se"], "per_trial": top["per_trial"],
+                        "mip_minus_greedy": top["mip_minus_greedy"],
+                        "mip_minus_greedy_se": top["mip_minus_greedy_se"],
+                        "mip_minus_greedy_per_trial": top["mip_minus_greedy_per_trial"],
+                        "greedy_mean": top["greedy_mean"], "iamp_mean": top["iamp_mean"],
+                        "iamp_per_trial": top["iamp_per_trial"],
+                        "mip_minus_iamp_per_trial": top["mip_minus_iamp_per_trial"],
                         "bsb_mean": top["bsb_mean"], "n": max(sizes), "n_trials": len(params["trials"]),
                         "by_n": by_n}
+        for k in ("paper_iamp_mean", "iamp_minus_paper_iamp_per_trial"):
+            if k in top:
+                metrics[cls][k] = top[k]
+        control[cls] = {"per_trial": top["one_epoch_per_trial"],
+                        "mip_minus_iamp_per_trial": top["one_epoch_minus_iamp_per_trial"],
+                        "mip_minus_greedy_per_trial": top["one_epoch_minus_greedy_per_trial"]}
         if "paper_mean" in top:
             metrics[cls]["paper_mean"] = top["paper_mean"]
     s = np.array(syncs)
-    metrics["sync"] = {"mean_sync": float(s.mean()), "min_sync": float(s.min()),
+    metrics["sync"] = {"mean_sync": float(s.mean()), "min_sync": float(s.min()), "per_run": [float(v) for v in s],
                        "frac_exactly_one": float(np.mean(s == 1.0)), "n_runs": int(s.size)}
+    control["sync_per_run"] = [float(v) for v in syncs_ctl]
+    metrics["control"] = {"one_epoch": control}
     return rows, metrics
 
 
@@ -189,27 +250,43 @@ def _gset_params(name, params):
     return dict(params["default_params"])
 
 
+def _pick_tau(J, edges, hp, taus, tune_seeds, common):
+    """The Adam step chosen on separate tuning starts: the tau of the grid with the highest mean cut over
+    ``tune_seeds`` (seeds never used by the evaluation runs). Returns (tau, mean cut per tau)."""
+    cols = [(tau, sd) for tau in taus for sd in tune_seeds]
+    runs = mip_crim_batch(J, **hp, tau=np.array([c[0] for c in cols]), seeds=[c[1] for c in cols], **common)
+    cuts = np.array([cut_value(edges, r.spins) for r in runs]).reshape(len(taus), len(tune_seeds)).mean(axis=1)
+    return taus[int(np.argmax(cuts))], {str(t): float(c) for t, c in zip(taus, cuts)}
+
+
 def run_gset(params: dict, ctx: RunContext):
-    """Table-4 parameters x tau grid x seeds on G-set graphs (best cut kept); SA and greedy on the same graphs;
-    the audit of the paper's own Table 4."""
-    taus, seeds = [float(t) for t in params["taus"]], [int(s) for s in params["seeds"]]
+    """Table-4 (alpha, beta, lam) on G-set graphs; tau picked from the grid on separate tuning starts, then the
+    best cut over the evaluation seeds at that tau; SA and greedy on the same graphs; the audit of the paper's own
+    Table 4. Control ``one_epoch``: the evaluation runs with K = 1 epoch (no restarts)."""
+    taus = [float(t) for t in params["taus"]]
+    seeds, tune_seeds = [int(s) for s in params["seeds"]], [int(s) for s in params["tune_seeds"]]
+    if set(seeds) & set(tune_seeds):
+        raise ValueError("gset: tune_seeds must differ from the evaluation seeds")
     common = dict(sigma=float(params.get("sigma", 1e-3)), epochs=int(params["epochs"]),
                   inner_steps=int(params["inner_steps"]))
     t4 = table4()
     rows, g_metrics, timings = [], {}, {}
-    n_ge_sa, within = 0, []
+    n_ge_sa, within, excess, excess_ctl, vs_sa, vs_sa_ctl = 0, [], [], [], [], []
     for name in params["graphs"]:
         n, edges, bk = _graph(name, params, ctx)
         J = maxcut_coupling(n, edges)
         hp = _gset_params(name, params)
-        cols = [(tau, sd) for tau in taus for sd in seeds]
+        tau, tune_cut = _pick_tau(J, edges, hp, taus, tune_seeds, common)
         t0 = time.perf_counter()
-        runs = mip_crim_batch(J, **hp, tau=np.array([c[0] for c in cols]), seeds=[c[1] for c in cols], **common)
+        runs = mip_crim_batch(J, **hp, tau=tau, seeds=seeds, **common)
         t_mip = time.perf_counter() - t0
+        runs1 = mip_crim_batch(J, **hp, tau=tau, seeds=seeds, **{**common, "epochs": 1})
         cuts = np.array([cut_value(edges, r.spins) for r in runs])
-        for (tau, sd), r, c in zip(cols, runs, cuts):
+        cuts1 = np.array([cut_value(edges, r.spins) for r in runs1])
+        for sd, r, c in zip(seeds, runs, cuts):
             rows += [_row("mip_crim", sd, 0, "cut", c, graph=name, tau=tau),
                      _row("mip_crim", sd, 0, "sync", r.sync, graph=name, tau=tau)]
+        rows += [_row("mip_crim_one_epoch", sd, 0, "cut", c, graph=name, tau=tau) for sd, c in zip(seeds, cuts1)]
         k = int(np.argmax(cuts))
         Ssa, _, t_sa = bl.simulated_annealing(J, num_reads=int(params["sa_reads"]),
                                               num_sweeps=int(params["sa_sweeps"]), seed=0)
@@ -220,24 +297,30 @@ def run_gset(params: dict, ctx: RunContext):
         g_cut = 0.5 * edges[:, 2].sum() - Eg.min() / 2
         rows += [_row("sa", 0, 0, "best_cut", max(sa_cuts), graph=name),
                  _row("greedy", 0, 0, "best_cut", g_cut, graph=name)]
-        best = float(cuts[k])
+        best, best1 = float(cuts[k]), float(cuts1.max())
         gm = {"n": n, "m": len(edges), "best_known": bk, "best_cut": best, "rel_gap_pct": _gap_pct(best, bk),
-              "best_tau": cols[k][0], "sync_best": runs[k].sync, "mean_sync": float(np.mean([r.sync for r in runs])),
+              "mean_cut": float(cuts.mean()), "mean_gap_pct": _gap_pct(float(cuts.mean()), bk),
+              "tau": tau, "tune_mean_cut_per_tau": tune_cut, "sync_best": runs[k].sync,
+              "mean_sync": float(np.mean([r.sync for r in runs])),
               "frac_runs_one_flip": float(np.mean([r.is_one_flip_minimum for r in runs])),
               "n_runs_at_best": int(np.sum(cuts == best)), "n_runs": len(runs),
               "sa_best_cut": float(max(sa_cuts)), "sa_gap_pct": _gap_pct(max(sa_cuts), bk),
               "greedy_best_cut": float(g_cut), "greedy_gap_pct": _gap_pct(g_cut, bk),
               "mip_minus_sa": best - float(max(sa_cuts)),
-              "best_cut_per_tau": {str(t): float(max(c for (tt, _), c in zip(cols, cuts) if tt == t)) for t in taus}}
+              "one_epoch_best_cut": best1, "one_epoch_gap_pct": _gap_pct(best1, bk)}
         if name in t4:
             gm["table4_cut"] = t4[name]["cut"]
             gm["table4_gap_pct"] = _gap_pct(t4[name]["cut"], bk)
             within.append(gm["rel_gap_pct"] <= gm["table4_gap_pct"] + 0.5)
+            excess.append(gm["rel_gap_pct"] - gm["table4_gap_pct"])
+            excess_ctl.append(gm["one_epoch_gap_pct"] - gm["table4_gap_pct"])
+        vs_sa.append(100.0 * (best - max(sa_cuts)) / bk)
+        vs_sa_ctl.append(100.0 * (best1 - max(sa_cuts)) / bk)
         g_metrics[name] = gm
         n_ge_sa += int(best >= max(sa_cuts))
         timings[name] = {"mip_s_per_run": t_mip / len(runs), "mip_total_s": t_mip, "sa_s": t_sa,
                          "sa_reads": int(params["sa_reads"]), "greedy_s": t_g}
-        ctx.log(f"{name}: best {best:.0f} (best-known {bk}), SA {max(sa_cuts):.0f}, greedy {g_cut:.0f}")
+        ctx.log(f"{name}: tau {tau:g}, best {best:.0f} (best-known {bk}), SA {max(sa_cuts):.0f}, greedy {g_cut:.0f}")
     # audit of the paper's own Table 4 (transcribed) against the best-known values
     gaps = {g: _gap_pct(v["cut"], best_known(g)) for g, v in t4.items()}
     worst = max(gaps, key=gaps.get)
@@ -249,8 +332,13 @@ def run_gset(params: dict, ctx: RunContext):
     if g_metrics:
         audit["ours_max_gap_pct"] = max(v["rel_gap_pct"] for v in g_metrics.values())
     metrics = {"gset": {**g_metrics, "frac_within_table4_plus_half_pp": float(np.mean(within)) if within else 0.0,
-                        "n_graphs": len(g_metrics)},
-               "sa": {"n_mip_ge_sa": n_ge_sa, "n_graphs": len(g_metrics)}, "audit": audit}
+                        "excess_gap_pp_per_graph": excess, "n_graphs": len(g_metrics)},
+               "sa": {"n_mip_ge_sa": n_ge_sa, "n_graphs": len(g_metrics), "mip_minus_sa_pct_per_graph": vs_sa},
+               "audit": audit,
+               "control": {"one_epoch": {"excess_gap_pp_per_graph": excess_ctl, "mip_minus_sa_pct_per_graph": vs_sa_ctl,
+                                         **{name: {"rel_gap_pct": v["one_epoch_gap_pct"],
+                                                   "best_cut": v["one_epoch_best_cut"]}
+                                            for name, v in g_metrics.items()}}}}
     atomic_write_text(ctx.out_dir / "timings.json", json.dumps(timings, indent=2, sort_keys=True) + "\n")
     ctx.record(timings=timings, batch_mode="matrix-matrix (n, R) batch per graph")
     return rows, metrics
@@ -262,19 +350,35 @@ def checks_n(name: str) -> int:
 
 
 # -------------------------------------------------------------------------------------------------------------- (v)
+def _inf_norm(J) -> float:
+    """max_i sum_j |J_ij| (dense or sparse J): an upper bound on |(Js)_i| over all spins s."""
+    return float(abs(J).sum(axis=1).max())
+
+
+def _sweep_runs(J, edges, hp, taus, seeds, params):
+    cols = [(tau, sd) for tau in taus for sd in seeds]
+    runs = mip_crim_batch(J, **hp, tau=np.array([c[0] for c in cols]), seeds=[c[1] for c in cols],
+                          epochs=int(params["epochs"]), inner_steps=int(params["inner_steps"]),
+                          sigma=float(params.get("sigma", 1e-3)))
+    sync = np.array([r.sync for r in runs]).reshape(len(taus), len(seeds))
+    return cols, runs, sync
+
+
 def run_tau_sweep(params: dict, ctx: RunContext):
-    """Cut and sync versus the Adam step tau with Table-4 (alpha, beta, lam) (Fig. 7)."""
+    """Cut and sync versus the Adam step tau with Table-4 (alpha, beta, lam) (Fig. 7).
+
+    ``min_sync_per_seed``: for each seed, the lowest sync over the tau grid (the claim's samples). Control
+    ``alpha_above`` (first graph only): alpha = beta lam^2 + ||J||_inf, above the admissible interval, where every
+    corner is a strict minimum of H (x_i dH/dx_i = lam^2 (beta lam^2 - alpha - s_i (Js)_i) < 0)."""
     taus, seeds = [float(t) for t in params["taus"]], [int(s) for s in params["seeds"]]
-    rows, metrics = [], {}
-    for name in params["graphs"]:
+    rows, metrics, control = [], {}, {}
+    for gi, name in enumerate(params["graphs"]):
         n, edges, bk = _graph(name, params, ctx)
         J = maxcut_coupling(n, edges)
-        cols = [(tau, sd) for tau in taus for sd in seeds]
-        runs = mip_crim_batch(J, **_gset_params(name, params), tau=np.array([c[0] for c in cols]),
-                              seeds=[c[1] for c in cols], epochs=int(params["epochs"]),
-                              inner_steps=int(params["inner_steps"]), sigma=float(params.get("sigma", 1e-3)))
+        hp = _gset_params(name, params)
+        cols, runs, sync = _sweep_runs(J, edges, hp, taus, seeds, params)
         per_tau = {}
-        for tau in taus:
+        for ti, tau in enumerate(taus):
             rs = [(r, cut_value(edges, r.spins)) for (t, _), r in zip(cols, runs) if t == tau]
             per_tau[str(tau)] = {"mean_sync": float(np.mean([r.sync for r, _ in rs])),
                                  "best_cut": float(max(c for _, c in rs)),
@@ -283,67 +387,108 @@ def run_tau_sweep(params: dict, ctx: RunContext):
             rows += [_row("mip_crim", sd, 0, "cut", cut_value(edges, r.spins), graph=name, tau=tau),
                      _row("mip_crim", sd, 0, "sync", r.sync, graph=name, tau=tau)]
         metrics[name] = {"min_sync": min(v["mean_sync"] for v in per_tau.values()),
+                         "min_sync_per_seed": [float(v) for v in sync.min(axis=0)],
                          "min_sync_any_run": float(min(r.sync for r in runs)), "best_known": bk, "per_tau": per_tau}
-    return rows, {"tau_sweep": metrics}
+        if gi == 0:
+            bad = {**hp, "alpha": hp["beta"] * hp["lam"] ** 2 + _inf_norm(J)}
+            _, _, sync_c = _sweep_runs(J, edges, bad, taus, seeds, params)
+            control[name] = {"min_sync_per_seed": [float(v) for v in sync_c.min(axis=0)], "alpha": bad["alpha"]}
+    return rows, {"tau_sweep": metrics, "control": {"alpha_above": control}}
 
 
 # ------------------------------------------------------------------------------------------------------------- (vi)
 def run_npp(params: dict, ctx: RunContext):
-    """Number partitioning n = 1000 (uniform numbers): MiP-CRIM over a tau grid vs Karmarkar-Karp and LPT."""
+    """Number partitioning n = 1000 (uniform numbers): MiP-CRIM vs Karmarkar-Karp and LPT.
+
+    Per instance, tau is picked from the grid by the mean log discrepancy of runs from separate tuning seeds;
+    the evaluation runs (``run_seeds``) at that tau give the mean over runs (the paper's "mean") and the best over
+    runs (the paper's "best"). Control ``one_epoch``: the evaluation runs with K = 1 epoch (no restarts)."""
     n, taus, seeds = int(params["n"]), [float(t) for t in params["taus"]], [int(s) for s in params["run_seeds"]]
+    tune_seeds = [int(s) for s in params["tune_seeds"]]
+    if set(seeds) & set(tune_seeds):
+        raise ValueError("npp: tune_seeds must differ from run_seeds")
     hp = params["solver"]
-    rows, best, kk, lpt, ratios, timings = [], [], [], [], [], {}
+    common = dict(alpha=hp["alpha"], beta=hp["beta"], lam=hp["lam"], sigma=float(params["sigma"]),
+                  inner_steps=int(params["inner_steps"]))
+    epochs = int(params["epochs"])
+    rows, best, kk, lpt, ratios, ratios_lpt, per_run, per_run_ctl, best_ctl = ([] for _ in range(9))
     floor = 1e-18
+    chosen, timings = {}, {}
     for inst in params["instances"]:
         a = np.random.default_rng(int(inst)).random(n)
         op = npp_operator(a)
-        cols = [(tau, sd) for tau in taus for sd in seeds]
+        tr = mip_crim_batch(op, tau=np.repeat(taus, len(tune_seeds)), seeds=tune_seeds * len(taus), epochs=epochs,
+                            **common)
+        score = np.array([math.log10(max(npp_discrepancy(a, r.spins), floor)) for r in tr])
+        tau = taus[int(np.argmin(score.reshape(len(taus), len(tune_seeds)).mean(axis=1)))]
+        chosen[str(inst)] = tau
         t0 = time.perf_counter()
-        runs = mip_crim_batch(op, alpha=hp["alpha"], beta=hp["beta"], lam=hp["lam"],
-                              tau=np.array([c[0] for c in cols]), seeds=[c[1] for c in cols],
-                              sigma=float(params["sigma"]), epochs=int(params["epochs"]),
-                              inner_steps=int(params["inner_steps"]))
+        runs = mip_crim_batch(op, tau=tau, seeds=seeds, epochs=epochs, **common)
         t_mip = time.perf_counter() - t0
+        runs1 = mip_crim_batch(op, tau=tau, seeds=seeds, epochs=1, **common)
         d = np.array([npp_discrepancy(a, r.spins) for r in runs])
+        d1 = np.array([npp_discrepancy(a, r.spins) for r in runs1])
         t0 = time.perf_counter()
         d_kk = npp_discrepancy(a, bl.karmarkar_karp(a))
         t_kk = time.perf_counter() - t0
         d_lpt = npp_discrepancy(a, bl.greedy_partition(a))
         best.append(float(d.min()))
+        best_ctl.append(float(d1.min()))
+        per_run += [float(v) for v in d]
+        per_run_ctl += [float(v) for v in d1]
         kk.append(d_kk)
         lpt.append(d_lpt)
         ratios.append(math.log10(max(d.min(), floor) / max(d_kk, floor)))
-        for (tau, sd), v in zip(cols, d):
+        ratios_lpt.append(math.log10(max(d_lpt, floor) / max(d_kk, floor)))
+        for sd, v in zip(seeds, d):
             rows.append(_row("mip_crim", sd, 0, "discrepancy", v, instance=int(inst), tau=tau))
         rows += [_row("karmarkar_karp", int(inst), 0, "discrepancy", d_kk, instance=int(inst)),
                  _row("lpt", int(inst), 0, "discrepancy", d_lpt, instance=int(inst))]
         timings[str(inst)] = {"mip_total_s": t_mip, "mip_runs": len(runs), "kk_s": t_kk}
     atomic_write_text(ctx.out_dir / "timings.json", json.dumps(timings, indent=2, sort_keys=True) + "\n")
     ctx.record(timings=timings)
-    metrics = {"npp": {"n": n, "n_instances": len(best), "mip_best_mean": float(np.mean(best)),
+    metrics = {"npp": {"n": n, "n_instances": len(best), "n_runs_per_instance": len(seeds), "tau": chosen,
+                       "mip_mean_over_runs": float(np.mean(per_run)), "mip_per_run": per_run,
+                       "mip_best_per_instance": best, "mip_best_mean": float(np.mean(best)),
                        "mip_best_min": float(np.min(best)), "kk_mean": float(np.mean(kk)),
                        "lpt_mean": float(np.mean(lpt)), "log10_ratio_median": float(np.median(ratios)),
-                       "paper_mean": PAPER_NPP_MEAN, "paper_best": PAPER_NPP_BEST}}
+                       "log10_ratio_per_instance": ratios,
+                       "paper_mean": PAPER_NPP_MEAN, "paper_best": PAPER_NPP_BEST},
+               "control": {"one_epoch": {"mip_per_run": per_run_ctl, "mip_best_per_instance": best_ctl},
+                           "lpt_in_place_of_mip": {"log10_ratio_per_instance": ratios_lpt}}}
     return rows, metrics
 
 
 # ------------------------------------------------------------------------------------------------------------ (vii)
 def run_kn_gw(params: dict, ctx: RunContext):
-    """Complete +-1 graphs K_n: GW-SDP (best of 1000 roundings) vs MiP-CRIM (G10's Table-4 parameters)."""
+    """Complete +-1 graphs K_n: GW-SDP (best of 1000 roundings) vs MiP-CRIM (G10's Table-4 parameters; tau picked
+    from the grid by the mean cut of separate tuning seeds). Control ``one_epoch``: K = 1 epoch (no restarts)."""
     taus, seeds = [float(t) for t in params["taus"]], [int(s) for s in params["seeds"]]
+    tune_seeds = [int(s) for s in params["tune_seeds"]]
+    if set(seeds) & set(tune_seeds):
+        raise ValueError("kn_gw: tune_seeds must differ from the evaluation seeds")
     hp = _gset_params("G10", params)
-    rows, metrics, timings = [], {}, {}
+    common = dict(epochs=int(params["epochs"]), inner_steps=int(params["inner_steps"]))
+    rows, metrics, timings, control = [], {}, {}, {}
     for n in params["n"]:
         n = int(n)
         W = kn_instance(n, int(params["instance_seed"]))
         J = -W
-        cols = [(tau, sd) for tau in taus for sd in seeds]
+
+        def cuts_of(runs):
+            return np.array([0.25 * (W.sum() - r.spins @ W @ r.spins) for r in runs])
+
+        tr = mip_crim_batch(J, **hp, tau=np.repeat(taus, len(tune_seeds)), seeds=tune_seeds * len(taus), **common)
+        tune_cut = cuts_of(tr).reshape(len(taus), len(tune_seeds)).mean(axis=1)
+        tau = taus[int(np.argmax(tune_cut))]
         t0 = time.perf_counter()
-        runs = mip_crim_batch(J, **hp, tau=np.array([c[0] for c in cols]), seeds=[c[1] for c in cols],
-                              epochs=int(params["epochs"]), inner_steps=int(params["inner_steps"]))
+        runs = mip_crim_batch(J, **hp, tau=tau, seeds=seeds, **common)
         t_mip = time.perf_counter() - t0
-        cuts = np.array([0.25 * (W.sum() - r.spins @ W @ r.spins) for r in runs])
-        entry = {"mip_best_cut": float(cuts.max()), "mip_best_tau": cols[int(np.argmax(cuts))][0]}
+        cuts = cuts_of(runs)
+        cuts1 = cuts_of(mip_crim_batch(J, **hp, tau=tau, seeds=seeds, **{**common, "epochs": 1}))
+        entry = {"mip_best_cut": float(cuts.max()), "tau": tau,
+                 "tune_mean_cut_per_tau": {str(t): float(c) for t, c in zip(taus, tune_cut)}}
+        ctl = {"mip_best_cut": float(cuts1.max())}
         timing = {"mip_total_s": t_mip, "mip_runs": len(runs)}
         if n <= int(params["gw_max_n"]):
             gw = bl.gw_maxcut(W, roundings=int(params["gw_roundings"]), seed=int(params["instance_seed"]))
@@ -351,25 +496,41 @@ def run_kn_gw(params: dict, ctx: RunContext):
             entry.update({"gw_cut": gw["cut"], "sdp_bound": round(gw["sdp_bound"], 3),
                           "mip_minus_gw": float(cuts.max() - gw["cut"]),
                           "mip_frac_runs_ge_gw": float(np.mean(cuts >= gw["cut"]))})
+            ctl["mip_minus_gw"] = float(cuts1.max() - gw["cut"])
             timing.update({"gw_s": gw["seconds"], "gw_backend": gw["backend"],
                            "mip_time_to_target_s": (int(reached[0]) + 1) * t_mip / len(runs) if reached.size
                            else None})
             ctx.record(solver=gw["backend"])
         metrics[str(n)] = entry
+        control[str(n)] = ctl
         timings[str(n)] = timing
-        for (tau, sd), c in zip(cols, cuts):
+        for sd, c in zip(seeds, cuts):
             rows.append(_row("mip_crim", sd, n, "cut", c, tau=tau))
         if "gw_cut" in entry:
             rows.append(_row("gw_sdp", int(params["instance_seed"]), n, "cut", entry["gw_cut"]))
     atomic_write_text(ctx.out_dir / "timings.json", json.dumps(timings, indent=2, sort_keys=True) + "\n")
     ctx.record(timings=timings)
-    return rows, {"kn": metrics}
+    return rows, {"kn": metrics, "control": {"one_epoch": {"kn": control}}}
 
 
 # ---------------------------------------------------------------------------------------------------- performance
+def time_to_target(seconds_per_run: float, success: float, confidence: float = 0.99) -> float | None:
+    """Time to reach the target with probability ``confidence`` from independent runs of success rate p:
+    t_run * ln(1 - confidence) / ln(1 - p) (t_run when p = 1; None when no run reached it)."""
+    if not 0.0 <= success <= 1.0:
+        raise ValueError(f"success must be a fraction in [0, 1], got {success!r}")
+    if success == 0.0:
+        return None
+    if success == 1.0:
+        return seconds_per_run
+    return seconds_per_run * max(1.0, math.log(1.0 - confidence) / math.log(1.0 - success))
+
+
 def run_performance(params: dict, ctx: RunContext):
-    """Side-by-side timing under one BLAS thread: MiP-CRIM (R batched restarts) vs D-Wave SA (R reads) on one
-    G-set graph, and MiP-CRIM vs Karmarkar-Karp on one NPP instance. Times go to timings.json only."""
+    """Side-by-side timing under one BLAS thread: MiP-CRIM (R batched restarts) vs D-Wave SA (R reads) and
+    ballistic SB (R reads) on one G-set graph, with the time to reach ``target_frac`` of the best-known cut with
+    99% probability (:func:`time_to_target`), and MiP-CRIM vs Karmarkar-Karp on one NPP instance. Times go to
+    timings.json only; success fractions (deterministic) to metrics.json."""
     from threadpoolctl import threadpool_limits
 
     R, reps = int(params["restarts"]), int(params["repeats"])
@@ -387,8 +548,18 @@ def run_performance(params: dict, ctx: RunContext):
             t0 = time.perf_counter()
             S, _, _ = bl.simulated_annealing(J, num_reads=R, num_sweeps=int(params["sa_sweeps"]), seed=0)
             t_sa.append(time.perf_counter() - t0)
-        mip_cut = max(cut_value(edges, r.spins) for r in runs)
-        sa_cut = max(cut_value(edges, S[:, c]) for c in range(R))
+        t_bsb = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            Sb, _ = bl.ballistic_sb(J, steps=int(params["bsb_steps"]), reads=R, seed=0)
+            t_bsb.append(time.perf_counter() - t0)
+        mip_cuts = np.array([cut_value(edges, r.spins) for r in runs])
+        sa_cuts = np.array([cut_value(edges, S[:, c]) for c in range(R)])
+        bsb_cuts = np.array([cut_value(edges, Sb[:, c]) for c in range(R)])
+        mip_cut, sa_cut = float(mip_cuts.max()), float(sa_cuts.max())
+        target = math.ceil(float(params["target_frac"]) * bk)
+        success = {m: float(np.mean(c >= target)) for m, c in (("mip_crim", mip_cuts), ("sa", sa_cuts),
+                                                              ("bsb", bsb_cuts))}
         a = np.random.default_rng(0).random(int(params["npp_n"]))
         t_np, t_kk = [], []
         for _ in range(reps):
@@ -402,15 +573,19 @@ def run_performance(params: dict, ctx: RunContext):
         d_mip = min(npp_discrepancy(a, r.spins) for r in rr)
         d_kk = npp_discrepancy(a, skk)
     from shared.provenance import hardware
-    timings = {"graph": name, "restarts": R, "mip_s": min(t_mip), "sa_s": min(t_sa), "ratio_mip_over_sa":
-               min(t_mip) / min(t_sa), "npp_mip_s": min(t_np), "npp_kk_s": min(t_kk),
+    per_run = {"mip_crim": min(t_mip) / R, "sa": min(t_sa) / R, "bsb": min(t_bsb) / R}
+    tts = {m: time_to_target(per_run[m], success[m]) for m in per_run}
+    timings = {"graph": name, "restarts": R, "mip_s": min(t_mip), "sa_s": min(t_sa), "bsb_s": min(t_bsb),
+               "ratio_mip_over_sa": min(t_mip) / min(t_sa), "target_cut": target, "time_to_target_99_s": tts,
+               "s_per_run": per_run, "npp_mip_s": min(t_np), "npp_kk_s": min(t_kk),
                "npp_ratio_mip_over_kk": min(t_np) / min(t_kk), "cpu": hardware()["cpu"], "threads": 1}
     atomic_write_text(ctx.out_dir / "timings.json", json.dumps(timings, indent=2, sort_keys=True) + "\n")
     ctx.record(timings=timings)
     rows = [_row("mip_crim", 0, 0, "best_cut", mip_cut, graph=name), _row("sa", 0, 0, "best_cut", sa_cut, graph=name),
             _row("mip_crim", 0, 0, "npp_discrepancy", d_mip), _row("karmarkar_karp", 0, 0, "npp_discrepancy", d_kk)]
     metrics = {"perf": {"graph": name, "restarts": R, "mip_best_cut": mip_cut, "sa_best_cut": sa_cut,
-                        "mip_minus_sa_cut": mip_cut - sa_cut, "best_known": bk,
+                        "mip_minus_sa_cut": mip_cut - sa_cut, "best_known": bk, "target_cut": target,
+                        "success_fraction": success, "bsb_best_cut": float(bsb_cuts.max()),
                         "npp_mip_discrepancy": d_mip, "npp_kk_discrepancy": d_kk}}
     return rows, metrics
 
@@ -472,37 +647,53 @@ def run_ablation(params: dict, ctx: RunContext):
         return best
 
     rows, att_m, opt_m = [], {}, {}
-    chosen = {}
+    chosen, E_eval, tune_mean = {}, {}, {}
     for att in ("f1", "f2", "f3"):
         grid = [{k: float(v) for k, v in hp.items()} for hp in params["attractor_grid"][att]]
-        _, hp, lr = tune(att, grid, "adam")
+        tune_mean[att], hp, lr = tune(att, grid, "adam")
         _, S, E = relaxed_descent(J, X_eval, attractor=att, params=hp, optimizer="adam", lr=lr, seeds=seeds_eval,
                                   **common)
         sync = [sync_score(J, S[:, c]) for c in range(R)]
         att_m[att] = {**_ablation_energy_stats(E, norm), "params": hp, "tau": lr, "mean_sync": float(np.mean(sync)),
                       "frac_sync_one": float(np.mean(np.array(sync) == 1.0))}
-        chosen[att] = hp
+        chosen[att] = (hp, lr)
+        E_eval[att] = E / norm
         rows += [_row("adam", c, 0, "norm_energy", e / norm, panel="attractor", variant=att)
                  for c, e in enumerate(E)]
     for opt in ("gd", "heavy_ball", "adam"):
-        _, hp, lr = tune("f2", [chosen["f2"]], opt)
+        tune_mean[opt], hp, lr = tune("f2", [chosen["f2"][0]], opt)
         _, S, E = relaxed_descent(J, X_eval, attractor="f2", params=hp, optimizer=opt, lr=lr, seeds=seeds_eval,
                                   **common)
         opt_m[opt] = {**_ablation_energy_stats(E, norm), "lr": lr, "lr_times_L": lr * L if opt != "adam" else None}
         if opt_m[opt]["lr_times_L"] is None:
             del opt_m[opt]["lr_times_L"]
+        E_eval[opt] = E / norm
         rows += [_row(opt, c, 0, "norm_energy", e / norm, panel="optimizer", variant=opt) for c, e in enumerate(E)]
+    # control: Adam with the quartic f2 and a step 100 times smaller than the tuned one (an untuned optimiser)
+    hp2, lr2 = chosen["f2"]
+    _, _, E_small = relaxed_descent(J, X_eval, attractor="f2", params=hp2, optimizer="adam", lr=lr2 / 100.0,
+                                    seeds=seeds_eval, **common)
+    E_small = E_small / norm
     # reference: greedy one-flip descent from R uniform random spin vectors
     _, Eg = bl.greedy_restarts(J, R, iseed)
     rows += [_row("greedy", c, 0, "norm_energy", e / norm, panel="reference", variant="greedy")
              for c, e in enumerate(Eg)]
-    others_att = min(att_m[a]["mean"] for a in ("f1", "f3"))
-    others_opt = min(opt_m[o]["mean"] for o in ("gd", "heavy_ball"))
+    other_att = min(("f1", "f3"), key=lambda a: tune_mean[a])          # the better rival on the tuning starts
+    other_opt = min(("gd", "heavy_ball"), key=lambda o: tune_mean[o])
     metrics = {"ablation": {"n": n, "starts": R, "attractors": att_m, "optimizers": opt_m,
                             "greedy": _ablation_energy_stats(Eg, norm),
-                            "f2_minus_best_other_attractor": att_m["f2"]["mean"] - others_att,
-                            "adam_minus_best_other_optimizer": opt_m["adam"]["mean"] - others_opt,
-                            "adam_f2_minus_greedy": opt_m["adam"]["mean"] - float(np.mean(Eg)) / norm}}
+                            "rival_attractor": other_att, "rival_optimizer": other_opt,
+                            "f2_minus_best_other_attractor": att_m["f2"]["mean"] - min(att_m[a]["mean"]
+                                                                                       for a in ("f1", "f3")),
+                            "adam_minus_best_other_optimizer": opt_m["adam"]["mean"] - min(opt_m[o]["mean"]
+                                                                                           for o in ("gd",
+                                                                                                     "heavy_ball")),
+                            "f2_minus_rival_per_start": [float(v) for v in E_eval["f2"] - E_eval[other_att]],
+                            "adam_minus_rival_per_start": [float(v) for v in E_eval["adam"] - E_eval[other_opt]],
+                            "adam_f2_minus_greedy": opt_m["adam"]["mean"] - float(np.mean(Eg)) / norm},
+               "control": {"adam_small_step": {
+                   "f2_minus_rival_per_start": [float(v) for v in E_small - E_eval[other_att]],
+                   "adam_minus_rival_per_start": [float(v) for v in E_small - E_eval[other_opt]]}}}
     return rows, metrics
 
 
@@ -510,10 +701,12 @@ def run_ablation(params: dict, ctx: RunContext):
 def run_er_hist(params: dict, ctx: RunContext):
     """Fig. 3: cut histograms on ER(n, p) graphs (sparse and dense) over ``runs`` MiP-CRIM runs, SA reads and
     ballistic-SB reads. MiP-CRIM uses G1's Table-4 (alpha, beta, lam) (G1 is an ER graph); tau is picked per graph
-    from a small grid by the mean cut of ``tune_runs`` separate tuning runs."""
+    from a small grid by the mean cut of ``tune_runs`` separate tuning runs. The k-th MiP-CRIM run is paired
+    with the k-th SA and bSB read (independent runs) for the per-run differences, in percent of the edge count;
+    control ``one_epoch``: the MiP-CRIM runs with K = 1 epoch (no restarts)."""
     n, R = int(params["n"]), int(params["runs"])
     hp = _gset_params(params["mip_params_from"], params)
-    rows, metrics = [], {}
+    rows, metrics, samples, samples_ctl = [], {}, {}, {}
     for p in params["ps"]:
         p = float(p)
         edges = er_edges(n, p, int(params["graph_seed"]))
@@ -528,6 +721,8 @@ def run_er_hist(params: dict, ctx: RunContext):
         tau = taus[int(np.argmax(tc))]
         runs = mip_crim_batch(Jrun, **hp, tau=tau, seeds=range(R), **common)
         mip = np.array([cut_value(edges, r.spins) for r in runs])
+        mip1 = np.array([cut_value(edges, r.spins)
+                         for r in mip_crim_batch(Jrun, **hp, tau=tau, seeds=range(R), **{**common, "epochs": 1})])
         Ssa, _, _ = bl.simulated_annealing(J, num_reads=R, num_sweeps=int(params["sa_sweeps"]), seed=0)
         sa = np.array([cut_value(edges, Ssa[:, c]) for c in range(R)])
         Sb, _ = bl.ballistic_sb(Jrun, steps=int(params["bsb_steps"]), reads=R, seed=0)
@@ -542,12 +737,19 @@ def run_er_hist(params: dict, ctx: RunContext):
             rows += [_row(meth, k, 0, "cut", v, graph=key) for k, v in enumerate(c)]
         entry["mip_mean_minus_sa_mean"] = entry["mip_crim_mean"] - entry["sa_mean"]
         entry["mip_mean_minus_bsb_mean"] = entry["mip_crim_mean"] - entry["bsb_mean"]
+        entry["one_epoch_mean"] = float(mip1.mean())
         metrics[key] = entry
-    metrics["n_graphs_mip_mean_ge_sa"] = int(sum(v["mip_mean_minus_sa_mean"] >= 0 for v in metrics.values()))
+        scale = 100.0 / len(edges)       # percent of the edge count, so that both graphs pool
+        for ref, c in (("sa", sa), ("bsb", bsb)):
+            samples.setdefault(f"mip_minus_{ref}_pct_per_run", []).extend(float(v) for v in scale * (mip - c))
+            samples_ctl.setdefault(f"mip_minus_{ref}_pct_per_run", []).extend(float(v) for v in scale * (mip1 - c))
+    metrics["n_graphs_mip_mean_ge_sa"] = int(sum(v["mip_mean_minus_sa_mean"] >= 0 for v in metrics.values()
+                                                 if isinstance(v, dict)))
     metrics["n_graphs_mip_mean_ge_bsb"] = int(sum(v["mip_mean_minus_bsb_mean"] >= 0 for k, v in metrics.items()
                                                   if isinstance(v, dict)))
     metrics["n_graphs"] = len(params["ps"])
-    return rows, {"er": metrics}
+    metrics.update(samples)
+    return rows, {"er": metrics, "control": {"one_epoch": samples_ctl}}
 
 
 # ---------------------------------------------------------------------------------------- Figs. 5-6 sensitivity
@@ -572,20 +774,26 @@ def run_sensitivity(params: dict, ctx: RunContext):
     """Figs. 5-7: best quality and sync versus alpha (points of the admissible interval (3 beta lam^2,
     beta lam^2 + gamma0), gamma0 the instance's lsb margin bound), versus lam (log grid; alpha, beta, tau fixed
     at the base values, admissibility recorded) and versus tau (alpha, beta, lam fixed) on SK, K_n (+-1) and G10.
-    Quality is the cut for graphs and -E/(n^1.5/sqrt 2) for SK (larger is better)."""
+    Quality is the cut for graphs and -E/(n^1.5/sqrt 2) for SK (larger is better). ``per_instance_seed`` holds,
+    per (instance, seed), the lowest sync along each axis and the relative spread of quality along alpha (the
+    claims' samples). Control ``alpha_above``: alpha = beta lam^2 + ||J||_inf, where every corner is a strict
+    minimum of H, at the base tau and along the tau axis."""
     us = [float(u) for u in params["alpha_fracs"]]
     lams = [float(v) for v in params["lams"]]
     taus = [float(v) for v in params["taus"]]
     seeds = [int(s) for s in params["seeds"]]
-    rows, metrics = [], {}
+    rows, metrics, samples, ctl = [], {}, {}, {}
     for kind in params["instances"]:
         J, quality, base, g0 = _sens_instance(kind, params, ctx)
         beta, lam0 = float(base["beta"]), float(base["lam"])
         lo, hi = 3 * beta * lam0 ** 2, beta * lam0 ** 2 + g0
         a0, t0 = float(base["alpha"]), float(base["tau"])
+        a_bad = beta * lam0 ** 2 + _inf_norm(J)     # every corner a strict minimum of H (control alpha_above)
         cols = ([("alpha", u, lo + u * (hi - lo), lam0, t0, sd) for u in us for sd in seeds]
                 + [("lam", lm, a0, lm, t0, sd) for lm in lams for sd in seeds]
-                + [("tau", tu, a0, lam0, tu, sd) for tu in taus for sd in seeds])
+                + [("tau", tu, a0, lam0, tu, sd) for tu in taus for sd in seeds]
+                + [("ctl_alpha", 0.0, a_bad, lam0, t0, sd) for sd in seeds]
+                + [("ctl_tau", tu, a_bad, lam0, tu, sd) for tu in taus for sd in seeds])
         runs = mip_crim_batch(J, alpha=np.array([c[2] for c in cols]), beta=beta, lam=np.array([c[3] for c in cols]),
                               tau=np.array([c[4] for c in cols]), seeds=[c[5] for c in cols],
                               epochs=int(params["epochs"]), inner_steps=int(params["inner_steps"]),
@@ -606,6 +814,21 @@ def run_sensitivity(params: dict, ctx: RunContext):
                 rows += [_row("mip_crim", cols[k][5], 0, "sync", runs[k].sync, instance=kind, axis=axis, x=x,
                               admissible=int(adm)) for k in idx]
             entry[axis] = per
+        sync_of = {c: runs[k].sync for k, c in enumerate(cols)}
+        q_of = {c: q[k] for k, c in enumerate(cols)}
+        for sd in seeds:
+            def per_seed(axis, grid, table, fn=min):
+                return fn(table[c] for c in cols if c[0] == axis and c[5] == sd)
+            qa = [q_of[c] for c in cols if c[0] == "alpha" and c[5] == sd]
+            qa_bad = qa + [q_of[c] for c in cols if c[0] == "ctl_alpha" and c[5] == sd]
+            samples.setdefault("alpha_min_sync", []).append(float(per_seed("alpha", us, sync_of)))
+            samples.setdefault("lam_min_sync", []).append(float(per_seed("lam", lams, sync_of)))
+            samples.setdefault("tau_min_sync", []).append(float(per_seed("tau", taus, sync_of)))
+            samples.setdefault("alpha_rel_spread_pct", []).append(float(100.0 * (max(qa) - min(qa)) / abs(max(qa))))
+            ctl.setdefault("tau_min_sync", []).append(float(per_seed("ctl_tau", taus, sync_of)))
+            ctl.setdefault("alpha_min_sync", []).append(float(per_seed("ctl_alpha", [0.0], sync_of)))
+            ctl.setdefault("alpha_rel_spread_pct", []).append(
+                float(100.0 * (max(qa_bad) - min(qa_bad)) / abs(max(qa_bad))))
         best_a = [v["best"] for v in entry["alpha"].values()]
         entry["alpha_rel_spread_pct"] = 100.0 * (max(best_a) - min(best_a)) / abs(max(best_a))
         entry["alpha_min_mean_sync"] = min(v["mean_sync"] for v in entry["alpha"].values())
@@ -619,14 +842,15 @@ def run_sensitivity(params: dict, ctx: RunContext):
         if entry["lam_best_inadmissible"] is None:
             del entry["lam_best_inadmissible"]
         metrics[kind] = entry
-    metrics["alpha_min_mean_sync_all"] = min(v["alpha_min_mean_sync"] for v in metrics.values())
+    metrics["alpha_min_mean_sync_all"] = min(v["alpha_min_mean_sync"] for v in metrics.values() if isinstance(v, dict))
     metrics["alpha_max_rel_spread_pct"] = max(v["alpha_rel_spread_pct"] for k, v in metrics.items()
                                               if isinstance(v, dict))
     metrics["tau_min_mean_sync_all"] = min(v["tau_min_mean_sync"] for k, v in metrics.items()
                                            if isinstance(v, dict))
     metrics["lam_min_mean_sync_all"] = min(e["mean_sync"] for k, v in metrics.items() if isinstance(v, dict)
                                            for e in v["lam"].values())
-    return rows, {"sensitivity": metrics}
+    metrics["per_instance_seed"] = samples
+    return rows, {"sensitivity": metrics, "control": {"alpha_above": ctl}}
 
 
 EXPERIMENTS = {"landscape": run_landscape, "sk_goe": run_sk_goe, "gset": run_gset, "tau_sweep": run_tau_sweep,
