@@ -21,6 +21,7 @@ relative improvement = policy change = action-influence (squared coefficient of 
 from __future__ import annotations
 
 import math
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -28,7 +29,7 @@ from scipy.optimize import minimize
 
 __all__ = [
     "success_condition", "influence_terms", "chi2_divergence", "chi2_trust_region", "threshold_bandit",
-    "check_distribution", "check_success_probability",
+    "beta_tail", "threshold_decomposition", "failure_condition", "check_distribution", "check_success_probability",
 ]
 
 PROB_TOL = 1e-9
@@ -258,10 +259,16 @@ def _numeric_slsqp(pi, q, delta, w, c):
     return np.clip(res.x.reshape(n, a), 0.0, 1.0)
 
 
-def chi2_trust_region_cvxpy(pi, q, delta, w, c):
+CVXPY_TOL = 1e-12  # gap/feasibility tolerances of the cross-check (the defaults, about 1e-8, fix p to only ~1e-4)
+
+
+def chi2_trust_region_cvxpy(pi, q, delta, w, c, *, tol: float | None = CVXPY_TOL):
     """The weighted trust region through cvxpy and ``shared.solvers.solve``.
 
-    Inputs as validated by :func:`chi2_trust_region` (2-D pi, q; weight vectors). Returns ``(p, backend)``.
+    Inputs as validated by :func:`chi2_trust_region` (2-D pi, q; weight vectors). ``tol`` sets the gap and
+    feasibility tolerances of Clarabel (and ``eps`` of SCS); None keeps the solvers' defaults. At 1e-12 the
+    interior-point method usually stops at its numerical floor with status "optimal_inaccurate"; that answer
+    is accepted (the caller compares it with the closed form). Returns ``(p, backend)``.
     """
     import cvxpy as cp
 
@@ -275,8 +282,13 @@ def chi2_trust_region_cvxpy(pi, q, delta, w, c):
     problem = cp.Problem(objective, [budget, cp.sum(p, axis=1) == 1.0])
     from shared.solvers import solve  # MOSEK (licensed) -> CLARABEL -> SCS; SolverError if all fail
 
-    result = solve(problem)
-    if result.status != "optimal":
+    options = {} if tol is None else {
+        "CLARABEL": {"tol_gap_abs": tol, "tol_gap_rel": tol, "tol_feas": tol, "tol_ktratio": 1e-8, "max_iter": 500},
+        "SCS": {"eps_abs": tol, "eps_rel": tol}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # "accepting an inaccurate solution" (see above)
+        result = solve(problem, options_by_backend=options, accept_inaccurate=tol is not None)
+    if result.status not in ("optimal", "optimal_inaccurate"):
         raise RuntimeError(f"solver {result.backend} returned status {result.status}")
     backend = result.backend
     return np.clip(np.asarray(p.value), 0.0, 1.0), backend
@@ -360,3 +372,65 @@ def threshold_bandit(pi, arm_rewards, arm_probs, tau) -> dict:
     return {"pi_plus": pi_plus, "q": q, "success_before": value, "success_after": float(pi_plus @ q),
             "mean_before": float(pi @ means), "mean_after": float(pi_plus @ means),
             "chi2": terms["chi2"], "action_influence": terms["action_influence"]}
+
+
+# ------------------------------------------------------------------------- Beta arms and Proposition 7.1
+def beta_tail(a, b, tau) -> np.ndarray:
+    r"""Exact tail :math:`P(R \ge \tau)` of :math:`R \sim \mathrm{Beta}(a, b)`, via the regularised incomplete
+    beta function: :math:`P(R \ge \tau) = 1 - I_\tau(a, b) = I_{1-\tau}(b, a)` (the second form keeps its
+    relative accuracy for tau near 1). ``a``, ``b`` > 0 and tau in [0, 1] broadcast together.
+    """
+    from scipy.special import betainc
+
+    a, b, tau = np.asarray(a, dtype=float), np.asarray(b, dtype=float), np.asarray(tau, dtype=float)
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b)) and np.all(a > 0) and np.all(b > 0)):
+        raise ValueError("a, b: Beta parameters must be finite and > 0")
+    if not np.all(np.isfinite(tau)) or np.any(tau < 0) or np.any(tau > 1):
+        raise ValueError("tau: thresholds of a Beta reward must lie in [0, 1]")
+    return betainc(b, a, 1.0 - tau)
+
+
+def threshold_decomposition(pi, r, q_tau) -> dict:
+    r"""True-objective effect of conditioning a bandit on a proxy success event (Section 7, Prop. 7.1;
+    reconstructed statement).
+
+    ``r`` (A,) are the arms' mean rewards in [0, 1] (faithful conditioning: success ~ Bernoulli(R), so
+    P(S=1|a) = r(a)); ``q_tau`` (A,) the proxy success probabilities (e.g. P(R >= tau)). With
+    :math:`J = E_\pi r`, :math:`V_\tau = E_\pi q_\tau` and :math:`\pi^+_\tau = \pi q_\tau / V_\tau`:
+
+    .. math::
+        \Delta J_\tau = E_{\pi^+_\tau} r - J = \frac{\operatorname{Cov}_\pi(r, q_\tau)}{V_\tau}
+        = \underbrace{\rho_\pi(r, q_\tau)}_{\text{alignment}}
+          \underbrace{\sqrt{I_\tau / I_1}}_{\text{amplification}}\ \Delta J_1,
+
+    where :math:`I_\tau = \operatorname{Var}_\pi(q_\tau)/V_\tau^2` is the proxy's action-influence,
+    :math:`I_1 = \operatorname{Var}_\pi(r)/J^2` the faithful one, and :math:`\Delta J_1 = J I_1` the
+    faithful improvement. Returns ``gain`` (computed directly from pi+), ``gain_faithful``, ``alignment``,
+    ``amplification``, ``influence``, ``influence_faithful`` and ``identity_gain`` (the right-hand side).
+    """
+    pi = check_distribution(pi, "pi")
+    r = check_success_probability(r, "r")
+    q = check_success_probability(q_tau, "q_tau")
+    if not (pi.shape == r.shape == q.shape) or pi.ndim != 1:
+        raise ValueError(f"pi, r, q_tau: need three 1-D arrays of one length, got {pi.shape}, {r.shape}, {q.shape}")
+    J, V = float(pi @ r), float(pi @ q)
+    if J <= 0 or V <= 0:
+        raise ValueError("r, q_tau: the behaviour policy must have positive mean reward and proxy success")
+    var_r, var_q = float(pi @ (r - J) ** 2), float(pi @ (q - V) ** 2)
+    if var_r <= 0:
+        raise ValueError("r: all played arms have the same mean reward; the faithful step is zero")
+    cov = float(pi @ ((r - J) * (q - V)))
+    infl, infl_1 = var_q / V ** 2, var_r / J ** 2
+    alignment = cov / math.sqrt(var_r * var_q) if var_q > 0 else 0.0
+    amplification = math.sqrt(infl / infl_1)
+    gain_faithful = float(success_condition(pi, r) @ r) - J
+    return {"gain": float(success_condition(pi, q) @ r) - J, "gain_faithful": gain_faithful,
+            "alignment": alignment, "amplification": amplification, "influence": infl,
+            "influence_faithful": infl_1, "identity_gain": alignment * amplification * J * infl_1}
+
+
+def failure_condition(pi, q, *, on_zero_value: str = "raise") -> np.ndarray:
+    r"""Imitating the *failed* trajectories, :math:`\pi^-(a) = \pi(a)(1 - q(a))/(1 - V)` (a deliberately
+    wrong target used as a negative control: it never increases the success probability of a bandit)."""
+    pi, q = _check_pair(pi, q)
+    return success_condition(pi, 1.0 - q, on_zero_value=on_zero_value)

@@ -18,8 +18,8 @@ from shared.timing import time_calls
 
 from . import baselines as bl
 from . import gridworld as gw
-from .core import (chi2_divergence, chi2_trust_region, chi2_trust_region_cvxpy, influence_terms,
-                   success_condition, threshold_bandit)
+from .core import (beta_tail, chi2_divergence, chi2_trust_region, chi2_trust_region_cvxpy, failure_condition,
+                   influence_terms, success_condition, threshold_bandit, threshold_decomposition)
 from .mdp import (evaluate_policy, pdl_sum, pooled_success_condition, random_bandit, random_mdp,
                   rollout_estimate)
 
@@ -89,7 +89,7 @@ def run_identity(params: dict, ctx: RunContext):
 # -------------------------------------------------------------------------------------------- improvement
 def run_improvement(params: dict, ctx: RunContext):
     """J(pi+) - J(pi) >= 0 and equals the PDL sum; degenerate states do not move; bandit iterates."""
-    rows, dj_all, pdl_all = [], [], []
+    rows, dj_all, pdl_all, fail_dj, pdl_wrong = [], [], [], [], []
     iter_err, iter_step = 0.0, np.inf
     k_iter = params.get("bandit_iterations", 20)
     for i, (pi, q) in enumerate(_bandits(ctx.seed, params["n_bandits"])):
@@ -98,6 +98,8 @@ def run_improvement(params: dict, ctx: RunContext):
         pdl = t["value"] * t["action_influence"]  # d = 1, V I
         dj_all.append(dj)
         pdl_all.append(pdl)
+        fail_dj.append(float(failure_condition(pi, q) @ q) - t["value"])
+        pdl_wrong.append(pdl)  # one state: the behaviour occupancy and the new one coincide (d = 1)
         rows.append(_row("bandit", i, 0, "delta_J", dj))
         # iteration pi_k ~ pi_0 q^k, J_k = E[q^(k+1)] / E[q^k]
         p = pi.copy()
@@ -120,6 +122,9 @@ def run_improvement(params: dict, ctx: RunContext):
         pdl = pdl_sum(ev_plus["d"], ev["V"], t["action_influence"])
         dj_all.append(dj)
         pdl_all.append(pdl)
+        fail_dj.append(evaluate_policy(P, rho, mu0, failure_condition(pi, ev["Q"], on_zero_value="keep"))["J"]
+                       - ev["J"])
+        pdl_wrong.append(pdl_sum(ev["d"], ev["V"], t["action_influence"]))  # control: behaviour occupancy
         rows.append(_row("mdp_sc", i, 0, "delta_J", dj))
         rows.append(_row("mdp_sc", i, 0, "pdl_sum", pdl))
         # degenerate state: P_h(.|s,a) identical across a, so Q_h(s,.) is constant
@@ -144,6 +149,8 @@ def run_improvement(params: dict, ctx: RunContext):
         "bandit_iterate_max_rel_err": iter_err, "bandit_iterate_min_step": float(iter_step),
         "pooled_min_delta_J": float(min(pooled_dj)), "pooled_frac_decrease": float(np.mean(np.array(pooled_dj) < 0)),
         "n_instances": int(dj_all.size),
+        "control": {"failure_conditioning": {"min_delta_J": float(min(fail_dj))},
+                    "behaviour_occupancy": {"max_pdl_gap": float(np.max(np.abs(dj_all - np.array(pdl_wrong))))}},
     }
     return rows, metrics
 
@@ -160,7 +167,7 @@ def _global_problem(m):
 def run_trust_region(params: dict, ctx: RunContext):
     """SC = argmax of the chi2 trust region: local (per state, delta = I) and global (d+-weighted budget)."""
     rows = []
-    local_err, local_cf_err, half_err, half_dist = [], [], [], []
+    local_err, local_cf_err, half_err, half_dist, half_num_dist = [], [], [], [], []
     bandits = _bandits(ctx.seed, params["n_bandits"])
     for i, (pi, q) in enumerate(bandits):
         infl = influence_terms(pi, q)["action_influence"]
@@ -174,6 +181,7 @@ def run_trust_region(params: dict, ctx: RunContext):
         half_err.append(np.abs(p_half_num - p_half).max())
         if infl >= params["min_influence"]:
             half_dist.append(np.abs(p_half - pi_plus).max())
+            half_num_dist.append(np.abs(p_half_num - pi_plus).max())
         rows.append(_row("slsqp_local", i, 0, "sup_err_vs_sc", local_err[-1]))
         rows.append(_row("half_radius", i, 0, "sup_dist_to_sc", np.abs(p_half - pi_plus).max()))
     # path of trust-region maximisers for the figure: p(t) = pi max(0, 1 + t (q - m)), SC at t = 1/V
@@ -219,9 +227,13 @@ def run_trust_region(params: dict, ctx: RunContext):
         "global_half_radius_min_dist": min(global_half),
         "unweighted_median_dist": float(np.median(unweighted)), "unweighted_min_dist": min(unweighted),
         "n_bandits": len(bandits), "n_mdps": len(global_err),
+        "control": {"half_radius": {"local_max_err": max(half_num_dist)},
+                    "occupancy_weighting": {"global_max_err": max(unweighted)}},
     }
     if global_cvx_err:
         metrics["global_cvxpy_max_err"] = max(global_cvx_err)
+        metrics["global_cvxpy_median_err"] = float(np.median(global_cvx_err))
+        metrics["global_cvxpy_n_above_1e-6"] = int(np.sum(np.array(global_cvx_err) > 1e-6))
     return rows, metrics
 
 
@@ -230,7 +242,7 @@ def run_monte_carlo(params: dict, ctx: RunContext):
     """Count-based SFT on successful rollouts estimates pi+ (CLT z-scores); plug-in identity is exact."""
     sizes = params["n_rollouts"] if isinstance(params["n_rollouts"], list) else [params["n_rollouts"]]
     mdps = _mdps(ctx.seed, params["n_mdps"], params)
-    rows, zs, plugin_gap, err_by_n = [], [], 0.0, {}
+    rows, zs, z_wrong, plugin_gap, err_by_n = [], [], [], 0.0, {}
     for j, n_roll in enumerate(sizes):
         gens = spawn(ctx.seed, len(mdps), "monte_carlo", str(n_roll))
         errs = []
@@ -244,6 +256,7 @@ def run_monte_carlo(params: dict, ctx: RunContext):
             se = np.sqrt(pi_plus * (1 - pi_plus) / np.maximum(n_s, 1))
             z = np.abs(est["pi_plus_hat"] - pi_plus)[mask] / se[mask]
             zs.extend(z.tolist())
+            z_wrong.extend((np.abs(est["pi_plus_hat"] - m["pi"])[mask] / se[mask]).tolist())
             seen = np.broadcast_to(n_s > 0, pi_plus.shape)
             errs.extend(np.abs(est["pi_plus_hat"] - pi_plus)[seen].tolist())
             # plug-in identity on rows with at least one success
@@ -263,7 +276,8 @@ def run_monte_carlo(params: dict, ctx: RunContext):
     write_arrays(ctx.out_dir / "mc_points.npz", z=zs, sizes=np.array(sizes, dtype=float),
                  rmse=np.array([err_by_n[str(n)] for n in sizes]))
     metrics = {"max_z": float(zs.max()), "mean_z": float(zs.mean()), "n_cells": n_cells,
-               "plugin_max_gap": plugin_gap, "rmse_by_n": err_by_n}
+               "plugin_max_gap": plugin_gap, "rmse_by_n": err_by_n,
+               "control": {"unconditioned_target": {"max_z": float(max(z_wrong)) if z_wrong else 0.0}}}
     return rows, metrics
 
 
@@ -285,11 +299,15 @@ def run_thresholding(params: dict, ctx: RunContext):
         for key in ("success_before", "success_after", "mean_before", "mean_after", "action_influence", "chi2"):
             rows.append(_row("public", 0, k, key, r[key]))
         rows.append(_row("public", 0, k, "tau", tau))
+    # control of thr-misalign: faithful conditioning, success ~ Bernoulli(R / 8) (P(S=1|a) = E[R_a]/8), for
+    # which the identities hold for E[R] itself, so E[R] rises at every "threshold" (no misalignment)
+    arm_means = np.array([np.dot(v, p_) for v, p_ in zip(*PUBLIC_ARMS)])
+    faithful_gain = float(success_condition(pi, arm_means / 8.0) @ arm_means - pi @ arm_means)
     mean_gain_low = out[0]["mean_after"] - out[0]["mean_before"]
     mean_gain_high = out[-1]["mean_after"] - out[-1]["mean_before"]
     amplify = int(np.all(np.diff(infl) >= -1e-12))
     # random threshold bandits: A ~ U{2..5}, pi ~ Dir(1), arm a has K ~ U{1..4} rewards U(0, 10) with Dir(1)
-    monotone, misaligned, rand_gain = [], [], []
+    monotone, misaligned, rand_gain, rand_true_gain = [], [], [], []
     for g in spawn(ctx.seed, params["n_random"], "thresholding", "random"):
         A = int(g.integers(2, 6))
         p = g.dirichlet(np.ones(A))
@@ -304,6 +322,7 @@ def run_thresholding(params: dict, ctx: RunContext):
         monotone.append(bool(np.all(np.diff(i_tau) >= -1e-12)))
         misaligned.append(res[-1]["mean_after"] < res[-1]["mean_before"])
         rand_gain.append(min(r["success_after"] - r["success_before"] for r in res))
+        rand_true_gain.append(min(r["mean_after"] - r["mean_before"] for r in res))
     metrics = {
         "amplify_monotone": amplify, "mean_gain_low": mean_gain_low, "mean_gain_high": mean_gain_high,
         "misalign_margin": min(mean_gain_low, -mean_gain_high),
@@ -314,13 +333,86 @@ def run_thresholding(params: dict, ctx: RunContext):
         "random_frac_influence_monotone": float(np.mean(monotone)),
         "random_frac_mean_decrease_at_top_tau": float(np.mean(misaligned)),
         "n_random": len(monotone),
+        "control": {
+            "true_objective": {"min_proxy_gain": float(min(min(o["mean_after"] - o["mean_before"] for o in out),
+                                                           min(rand_true_gain)))},
+            "random_bandits": {"amplify_monotone": int(all(monotone))},
+            "faithful_success": {"misalign_margin": min(faithful_gain, -faithful_gain)},
+        },
+    }
+    return rows, metrics
+
+
+# ------------------------------------------------------------------------------- Beta bandit (Section 7.3)
+def beta_bandit_arms(rng: np.random.Generator, n_arms: int, a_range, good_arm) -> tuple[np.ndarray, np.ndarray]:
+    """Arm laws of the 100-arm example: ``n_arms - 1`` symmetric Beta(a, a) arms (mean 1/2, a ~ U(a_range):
+    wide, U-shaped rewards) and one concentrated Beta(good_arm) arm with a higher mean (0.9 for (18, 2))."""
+    a = rng.uniform(a_range[0], a_range[1], n_arms - 1)
+    return np.r_[a, float(good_arm[0])], np.r_[a, float(good_arm[1])]
+
+
+def _beta_sweep(pi, r, tails):
+    """Proposition 7.1 terms over the threshold grid (rows of ``tails``: q_tau for every arm)."""
+    return [threshold_decomposition(pi, r, q) for q in tails]
+
+
+def run_beta_bandit(params: dict, ctx: RunContext):
+    """Section 7.3: faithful (Bernoulli) success conditioning vs threshold-proxy conditioning on a 100-arm
+    Beta bandit, exact tails P(R >= tau) (scipy.special.betainc), uniform behaviour policy, over seeds.
+
+    Per seed: the best excess of a threshold over faithful conditioning, max_tau dJ_tau / dJ_1 - 1, and the
+    relative true-objective change at the most severe threshold, dJ_tau_max / dJ_1. Control: the same arm
+    means with Bernoulli rewards, for which {R >= tau} = {R = 1} for every tau in (0, 1], so the proxy IS the
+    faithful event (no amplification, no misalignment)."""
+    taus = np.round(np.arange(params["tau_min"], params["tau_max"] + 1e-9, params["tau_step"]), 6)
+    n_arms, severe = int(params["n_arms"]), float(taus[-1])
+    pi = np.full(n_arms, 1.0 / n_arms)
+    rows, excess, severe_rel, best_tau, residual, amp_best, align_severe = [], [], [], [], 0.0, [], []
+    ctrl_excess, ctrl_severe, curves = [], [], []
+    for seed, g in enumerate(spawn(ctx.seed, params["n_seeds"], "beta_bandit")):
+        a, b = beta_bandit_arms(g, n_arms, params["a_range"], params["good_arm"])
+        r = a / (a + b)
+        out = _beta_sweep(pi, r, beta_tail(a[None], b[None], taus[:, None]))
+        g1 = out[0]["gain_faithful"]
+        ratio = np.array([o["gain"] for o in out]) / g1
+        k = int(np.argmax(ratio))
+        excess.append(float(ratio[k] - 1.0))
+        best_tau.append(float(taus[k]))
+        amp_best.append(out[k]["amplification"])
+        severe_rel.append(float(ratio[-1]))
+        align_severe.append(out[-1]["alignment"])
+        residual = max(residual, max(abs(o["gain"] - o["identity_gain"]) / g1 for o in out))
+        curves.append(np.array([[o["gain"] / g1, o["alignment"], o["amplification"]] for o in out]))
+        for t, o in zip(taus, out):
+            rows.append(_row("threshold", seed, int(round(t * 1000)), "gain_over_faithful", o["gain"] / g1))
+        # control: Bernoulli rewards with the same means, P(R >= tau) = r for every tau in (0, 1]
+        ctrl = _beta_sweep(pi, r, np.broadcast_to(r, (len(taus), n_arms)))
+        c_ratio = np.array([o["gain"] for o in ctrl]) / ctrl[0]["gain_faithful"]
+        ctrl_excess.append(float(c_ratio.max() - 1.0))
+        ctrl_severe.append(float(c_ratio[-1]))
+    curves = np.array(curves)
+    write_arrays(ctx.out_dir / "beta_bandit_curves.npz", taus=taus, gain_ratio=curves[..., 0],
+                 alignment=curves[..., 1], amplification=curves[..., 2])
+    metrics = {
+        "excess_over_faithful": excess, "severe_gain_ratio": severe_rel, "best_tau": best_tau,
+        "amplification_at_best": amp_best, "alignment_at_severe": align_severe,
+        "severe_tau": severe, "n_taus": len(taus), "n_seeds": len(excess),
+        "prop71_max_rel_residual": residual,
+        "control": {"bernoulli_rewards": {"excess_over_faithful": ctrl_excess, "severe_gain_ratio": ctrl_severe}},
     }
     return rows, metrics
 
 
 # ---------------------------------------------------------------------------------------------- gridworld
+def _occupancy_budget(p, pi, d) -> float:
+    r"""Normalised-occupancy chi-square :math:`\sum_n (d_n/\sum d) \chi^2(p_n \| \pi_n)` (TRPO-style weighting)."""
+    return bl.budget(p, pi, d / d.sum())
+
+
 def _sc_and_baselines(pi, ev):
-    """SC step and the matched PG / occupancy-TR steps from pi; returns policies and surrogate margin."""
+    """SC step and the matched PG / occupancy-TR steps from pi; returns policies, surrogate margin, matched
+    flag and the control margin: SC against the occupancy-TR step matched in the *normalised-occupancy*
+    chi2 instead of the d+-weighted one (where SC is not the maximiser, so the margin must turn negative)."""
     Q, d, d_plus = ev["Q"], ev["d"], ev["d_plus"]
     pi_plus = success_condition(pi, Q, on_zero_value="keep")
     delta = bl.sc_budget(pi, Q, d_plus)
@@ -329,7 +421,12 @@ def _sc_and_baselines(pi, ev):
     L_sc = bl.surrogate(pi_plus, pi, Q, d)
     L_best = max(bl.surrogate(p_pg, pi, Q, d), bl.surrogate(p_tr, pi, Q, d))
     margin = (L_sc - L_best) / abs(L_sc) if L_sc != 0 else 0.0
-    return pi_plus, p_pg, p_tr, margin, ok_pg and ok_tr
+    kappa, _, _ = bl.match_step(lambda k: _occupancy_budget(bl.occupancy_trust_region_step(pi, Q, d, k), pi, d),
+                                _occupancy_budget(pi_plus, pi, d))
+    L_occ = bl.surrogate(bl.occupancy_trust_region_step(pi, Q, d, kappa), pi, Q, d)
+    control_margin = (L_sc - L_occ) / abs(L_sc) if L_sc != 0 else 0.0
+    return {"sc": pi_plus, "pg": p_pg, "tr": p_tr, "margin": margin, "ok": ok_pg and ok_tr,
+            "control_margin": control_margin, "delta": delta}
 
 
 def _reinforce_step(pol, n_success, n_roll, ev, target):
@@ -347,30 +444,78 @@ def _reinforce_step(pol, n_success, n_roll, ev, target):
     return step(alpha)
 
 
+EXACT_METHODS = {"exact_sc": "sc", "pg_matched": "pg", "tr_matched": "tr"}
+
+
+def _exact_curves(grid, T, k_exact):
+    """Exact SC, matched PG and matched occupancy-TR, each iterated k_exact rounds from the uniform policy.
+
+    At every iterate of every curve the three steps from that policy are compared (surrogate margin and its
+    occupancy-budget control), the failure-conditioned step is evaluated (negative control of monotonicity),
+    and the true one-step gains of SC and PG from that same policy are recorded."""
+    n_states = len(grid.transient)
+    pi0 = np.full((n_states, gw.N_ACTIONS), 1.0 / gw.N_ACTIONS)
+    out = {"margins": [], "control_margins": [], "failure_steps": [], "all_matched": True}
+    for method, key in EXACT_METHODS.items():
+        pi, J, deltas, onestep = pi0.copy(), [], [], []
+        for k in range(k_exact + 1):
+            ev = gw.evaluate(grid, pi, T=T)
+            J.append(ev["J"])
+            if k == k_exact:
+                break
+            step = _sc_and_baselines(pi, ev)
+            out["margins"].append(step["margin"])
+            out["control_margins"].append(step["control_margin"])
+            out["all_matched"] &= step["ok"]
+            deltas.append(step["delta"])
+            out["failure_steps"].append(
+                gw.evaluate(grid, failure_condition(pi, ev["Q"], on_zero_value="keep"), T=T)["J"] - ev["J"])
+            onestep.append(gw.evaluate(grid, step["sc"], T=T)["J"] - gw.evaluate(grid, step["pg"], T=T)["J"])
+            pi = step[key]
+        out[method] = np.array(J)
+        out[f"{method}_delta"] = np.array(deltas)
+        out[f"{method}_onestep_sc_minus_pg"] = np.array(onestep)
+    return out
+
+
+def _crossing(sc: np.ndarray, pg: np.ndarray) -> int:
+    """First round k >= 1 with J_PG(k) > J_SC(k) (len(sc) when PG never leads)."""
+    ahead = np.nonzero(pg[1:] > sc[1:])[0]
+    return int(ahead[0] + 1) if ahead.size else len(sc)
+
+
 def _gridworld_one(size, params, ctx):
     kappa = params.get("kappa", 0.02)
-    grid = gw.make_gridworld(size, generator(ctx.seed, "gridworld", "grid", str(size)),
-                             pit_prob=params.get("pit_prob", 0.1), kappa=kappa)
+    grids = [gw.make_gridworld(size, generator(ctx.seed, "gridworld", "grid", str(size), *([str(g)] if g else [])),
+                               pit_prob=params.get("pit_prob", 0.1), kappa=kappa)
+             for g in range(params.get("n_grids", 1))]
+    grid = grids[0]
     T = grid.transitions()
     n_states = len(grid.transient)
     pi0 = np.full((n_states, gw.N_ACTIONS), 1.0 / gw.N_ACTIONS)
-    rows, margins, all_matched = [], [], True
-    # exact SC and the matched baselines, each iterated from the uniform policy
-    curves = {}
-    for method in ("exact_sc", "pg_matched", "tr_matched"):
-        pi, J = pi0.copy(), []
-        for k in range(params["k_exact"] + 1):
-            ev = gw.evaluate(grid, pi, T=T)
-            J.append(ev["J"])
-            rows.append(_row(method, 0, k, f"J_N{size}", ev["J"]))
-            if k == params["k_exact"]:
-                break
-            pi_plus, p_pg, p_tr, margin, ok = _sc_and_baselines(pi, ev)
-            margins.append(margin)
-            all_matched &= ok
-            pi = {"exact_sc": pi_plus, "pg_matched": p_pg, "tr_matched": p_tr}[method]
-        curves[method] = np.array(J)
-    exact_steps = np.diff(curves["exact_sc"])
+    rows, margins, control_margins, failure_steps, all_matched = [], [], [], [], True
+    k_exact = params["k_exact"]
+    crossing, pg_minus_sc, sc_lead_1, radius_ratio, onestep_min, sc_steps = [], [], [], [], [], []
+    for g, gr in enumerate(grids):
+        ex = _exact_curves(gr, T if g == 0 else gr.transitions(), k_exact)
+        margins += ex["margins"]
+        control_margins += ex["control_margins"]
+        failure_steps += ex["failure_steps"]
+        all_matched &= ex["all_matched"]
+        for method in EXACT_METHODS:
+            for k, v in enumerate(ex[method]):
+                rows.append(_row(method, g, k, f"J_N{size}", v))
+        sc, pg = ex["exact_sc"], ex["pg_matched"]
+        sc_steps.extend(np.diff(sc).tolist())
+        crossing.append(_crossing(sc, pg))
+        pg_minus_sc.append(float(pg[-1] - sc[-1]))
+        sc_lead_1.append(float(sc[1] - pg[1]))
+        k_cmp = min(3, k_exact - 1)
+        radius_ratio.append(float(ex["pg_matched_delta"][k_cmp] / ex["exact_sc_delta"][k_cmp]))
+        onestep_min.append(float(ex["pg_matched_onestep_sc_minus_pg"].min()))
+        if g == 0:
+            curves = {m: ex[m] for m in EXACT_METHODS}
+            curves.update({f"{m}_delta": ex[f"{m}_delta"] for m in ("exact_sc", "pg_matched")})
     # sample-based SC (and REINFORCE when asked), several rollout seeds
     phi = gw.features(grid)
     n_roll, max_steps = int(params["n_rollouts"]), params.get("max_steps", 400)
@@ -405,11 +550,12 @@ def _gridworld_one(size, params, ctx):
     param_gain = param[:, -1] - param[:, 0]
     metrics = {
         "J0": curves["exact_sc"][0], "exact_final_J": curves["exact_sc"][-1],
-        "exact_min_step_gain": float(exact_steps.min()),
+        "exact_min_step_gain": float(min(sc_steps)), "n_grids": len(grids),
         "pg_final_J": curves["pg_matched"][-1], "tr_final_J": curves["tr_matched"][-1],
         "surrogate_margin_min": float(min(margins)), "all_matched": int(all_matched),
         "count_final_gain_min": float(np.min(count[:, -1] - count[:, 0])),
         "count_final_J_mean": float(count[:, -1].mean()),
+        "param_final_gain": param_gain.tolist(),
         "param_final_gain_min": float(param_gain.min()), "param_final_gain_mean": float(param_gain.mean()),
         "param_final_gain_se": float(param_gain.std(ddof=1) / np.sqrt(len(param_gain))) if len(param_gain) > 1
         else 0.0,
@@ -417,11 +563,15 @@ def _gridworld_one(size, params, ctx):
         "param_final_J_mean": float(param[:, -1].mean()),
         "cap_bound": (1 - kappa) ** max_steps, "capped_episodes": capped,
         "rollout_J_max_z": float(max(zs)), "n_transient": n_states, "n_pits": int(grid.pits.sum()),
+        "pg_overtake": {"pg_minus_sc_final_J": pg_minus_sc, "sc_minus_pg_round1_J": sc_lead_1,
+                        "overtake_round": crossing, "radius_ratio_pg_over_sc_round3": radius_ratio,
+                        "onestep_sc_minus_pg_on_pg_path_min": onestep_min},
+        "control": {"failure_conditioning": {"exact_min_step_gain": float(min(failure_steps))},
+                    "occupancy_budget": {"surrogate_margin_min": float(min(control_margins))}},
     }
     if "reinforce" in sample:
         metrics["reinforce_final_J_mean"] = float(np.array(sample["reinforce"])[:, -1].mean())
-    arrays = {"exact_sc": curves["exact_sc"], "pg_matched": curves["pg_matched"],
-              "tr_matched": curves["tr_matched"], "pits": grid.pits.reshape(size, size),
+    arrays = {**curves, "pits": grid.pits.reshape(size, size),
               **{m: np.array(v) for m, v in sample.items()}}
     write_arrays(ctx.out_dir / f"gridworld_curves_N{size}.npz", **arrays)
     return rows, metrics
@@ -434,8 +584,9 @@ MIN_KEYS = ("exact_min_step_gain", "surrogate_margin_min", "param_final_gain_min
 def run_gridworld(params: dict, ctx: RunContext):
     """Exact SC iterates, matched PG / TR baselines, and sample-based SC (tabular counts, softmax-linear SFT).
 
-    ``size`` is one grid side or a list; with a list the claim keys hold the minimum over sizes (the largest
-    standard error for ``param_final_gain_se``) and ``by_size`` every size's metrics."""
+    ``size`` is one grid side or a list; with a list the scalar claim keys and the controls hold the minimum
+    over sizes (the largest standard error for ``param_final_gain_se``), the per-seed and per-grid lists are
+    those of the first size, and ``by_size`` holds every size's metrics."""
     sizes = params["size"] if isinstance(params["size"], list) else [params["size"]]
     rows, per = [], {}
     for size in sizes:
@@ -445,7 +596,10 @@ def run_gridworld(params: dict, ctx: RunContext):
     if len(sizes) == 1:
         metrics = dict(per[str(sizes[0])])
     else:
-        metrics = {k: min(m[k] for m in per.values()) for k in MIN_KEYS}
+        metrics = dict(per[str(sizes[0])])
+        metrics.update({k: min(m[k] for m in per.values()) for k in MIN_KEYS})
+        metrics["control"] = {name: {k: min(m["control"][name][k] for m in per.values()) for k in ctrl}
+                              for name, ctrl in metrics["control"].items()}
         metrics["param_final_gain_se"] = max(m["param_final_gain_se"] for m in per.values())
         metrics["by_size"] = per
     metrics["sizes"] = [int(s) for s in sizes]
@@ -542,6 +696,7 @@ EXPERIMENTS = {
     "improvement": run_improvement,
     "monte_carlo": run_monte_carlo,
     "thresholding": run_thresholding,
+    "beta_bandit": run_beta_bandit,
     "gridworld": run_gridworld,
     "perf": run_perf,
 }

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from shared.claims.check import evaluate_claim, format_check, load_claims
+from shared.claims.check import evaluate_claim, format_check, load_claims_file
 from shared.plotting import main, method_colors, new_figure, save_figure
 from shared.results import read_arrays, read_metrics, write_markdown_table
 
@@ -115,10 +115,37 @@ def _thresholding(results: Path, out: Path):
     save_figure(fig, out / "thresholding.png")
 
 
+def _beta_bandit(results: Path, out: Path):
+    """Figure 2 analogue: true-objective gain of threshold conditioning relative to faithful conditioning,
+    and its two factors (Proposition 7.1), mean and 95% t band over the seeds."""
+    from scipy import stats
+
+    arr = read_arrays(results / "beta_bandit" / "beta_bandit_curves.npz")
+    tau = arr["taus"]
+    fig, axes = new_figure(2, width=4.4)
+    panels = ((axes[0, 0], (("gain_ratio", "dJ_tau / dJ_faithful", "C0"),)),
+              (axes[0, 1], (("amplification", "amplification sqrt(I_tau / I_1)", "C1"),
+                            ("alignment", "alignment Corr(r, q_tau)", "C2"))))
+    for ax, series in panels:
+        for key, label, color in series:
+            runs = arr[key]
+            mean = runs.mean(axis=0)
+            half = stats.t.ppf(0.975, len(runs) - 1) * runs.std(axis=0, ddof=1) / np.sqrt(len(runs))
+            ax.plot(tau, mean, "-", color=color, label=f"{label} ({len(runs)} seeds)")
+            ax.fill_between(tau, mean - half, mean + half, color=color, alpha=0.3)
+        ax.set_xlabel("threshold tau (success = R >= tau)")
+        ax.legend(fontsize=7)
+    axes[0, 0].axhline(1.0, color="k", ls="--", lw=0.8, label="faithful")
+    axes[0, 0].axhline(0.0, color="k", ls=":", lw=0.8)
+    axes[0, 0].set_ylabel("true improvement relative to faithful SC")
+    axes[0, 1].axhline(0.0, color="k", ls=":", lw=0.8)
+    save_figure(fig, out / "beta_bandit.png")
+
+
 def _gridworld(results: Path, out: Path):
     files = sorted((results / "gridworld").glob("gridworld_curves_N*.npz"),
                    key=lambda p: int(p.stem.rsplit("N", 1)[1]))
-    fig, axes = new_figure(len(files), width=4.6)
+    fig, axes = new_figure(len(files) + 1, width=4.6)
     for ax, path in zip(axes[0], files):
         arr = read_arrays(path)
         for m in ("exact_sc", "pg_matched", "tr_matched"):
@@ -136,20 +163,30 @@ def _gridworld(results: Path, out: Path):
         ax.set_ylabel("J_k = P(reach goal)")
         ax.set_title(f"gridworld N = {path.stem.rsplit('N', 1)[1]}", fontsize=9)
         ax.legend(fontsize=6)
+    first = read_arrays(files[0])  # last panel: the data-chosen radius along the two exact paths (first size)
+    ax = axes[0, -1]
+    for m in ("exact_sc", "pg_matched"):
+        ax.semilogy(np.arange(len(first[f"{m}_delta"])), first[f"{m}_delta"], "o-", ms=3, color=COLORS[m],
+                    label=f"along the {LABELS[m]} path")
+    ax.set_xlabel("round k")
+    ax.set_ylabel("SC's radius E_d+[I] at the iterate")
+    ax.set_title(f"gridworld N = {files[0].stem.rsplit('N', 1)[1]}: budget of every matched step", fontsize=9)
+    ax.legend(fontsize=6)
     save_figure(fig, out / "gridworld_curves.png")
 
 
 def _claims_table(results: Path, out: Path, scale: str):
     """Audit table: every claim of claims.yaml evaluated by the shared claims engine on these results."""
     rows = []
-    for claim in load_claims(HERE / "claims.yaml"):
-        v = evaluate_claim(claim, results, scale)
-        ours = "missing" if v.value is None else format(float(v.value), ".4g")
-        if v.spread is not None:
-            ours += f" (se {float(v.spread):.2g})"
-        rows.append({"id": claim["id"], "metric": f"{claim['metric']['file'].split('/')[0]}.{claim['metric']['key']}",
-                     "ours": ours, "threshold": format_check(v.check), "origin": claim["origin"],
-                     "verdict": v.verdict, "expected": v.expected})
+    doc = load_claims_file(HERE / "claims.yaml")
+    for claim in doc["claims"]:
+        v = evaluate_claim(claim, results, scale, reduced=doc["reduced"])
+        ref = claim.get("metric", claim.get("samples"))
+        ours = "missing" if v.outcome is None else v.outcome.describe()
+        control = "" if v.control is None else f"{v.control_name}: {v.control.describe()}"
+        rows.append({"id": claim["id"], "kind": claim["kind"], "metric": f"{ref['file'].split('/')[0]}.{ref['key']}",
+                     "ours": ours, "threshold": format_check(v.check), "control": control,
+                     "origin": claim["origin"], "verdict": v.verdict, "expected": v.expected})
     write_markdown_table(pd.DataFrame(rows), out / "table_claims.md", title=f"Claims at scale {scale}")
 
 
@@ -193,6 +230,7 @@ def make_figures(results_dir, out_dir, scale: str) -> None:
     _improvement(results, out)
     _monte_carlo(results, out)
     _thresholding(results, out)
+    _beta_bandit(results, out)
     _gridworld(results, out)
     _claims_table(results, out, scale)
     _perf_table(results, out)

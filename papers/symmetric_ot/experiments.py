@@ -23,8 +23,10 @@ from shared.experiment import RunContext, main
 from shared.results import write_arrays, write_metrics
 from shared.timing import time_calls
 
-from .partition import equitable_partition
-from .problems import (circle_problem, circle_w1, d4_point_clouds, dodecahedron_stabiliser_orbits, graph_problem,
+from .partition import Partition, equitable_partition
+from .problems import (automorphism_orbits, circle_problem, circle_w1, d4_point_clouds,
+                       dodecahedron_stabiliser_orbits, frucht_problem, graph_problem, group_point_clouds,
+                       sorted_row_orbits,
                        grid_images, random_problem)
 from .reduce import reduced_emd, reduced_sinkhorn, symmetrize_marginals
 
@@ -130,10 +132,18 @@ def run_exact(params: dict, ctx: RunContext):
         a, b, C = grid_images(L, group, 0, "random")
         maps[label] = equitable_partition(C, a, b).row_labels.reshape(L, L)
     maps["uniform_from_C"] = from_C.row_labels.reshape(L, L)
+    # controls of the structure claims: the same grid with random (unsymmetrised) images, the circle with
+    # marginals of period n (no rotation invariance)
+    a_g, b_g, C_g = grid_images(L, "none", 0, "random")
+    grid_none = equitable_partition(C_g, a_g, b_g)
+    n_c, _, cseed = params["circle"]
+    a_c, b_c, C_c = circle_problem(n_c, n_c, cseed)
+    circle_aperiodic = equitable_partition(C_c, a_c, b_c)
     write_arrays(ctx.out_dir / "cells_grid.npz", **maps)
     cells = {
         "grid_L": L, "grid_D4": info[f"grid{L}_random_D4"]["p"], "grid_C4": info[f"grid{L}_random_C4"]["p"],
         "grid_uniform_from_C": from_C.n_row_cells, "grid_uniform_from_C_rounds": from_C.rounds,
+        "grid_none": grid_none.n_row_cells, "circle_aperiodic": circle_aperiodic.n_row_cells,
         "grid_D4_orbits": d4_orbits, "grid_D4_burnside": -(-L // 2) * (-(-L // 2) + 1) // 2,
         "digits_D4_min": min(digits), "digits_D4_max": max(digits),
         "circle": circle["p"], "circle_q": circle["q"],
@@ -144,12 +154,18 @@ def run_exact(params: dict, ctx: RunContext):
         cells[name] = f"{info[name]['p']}x{info[name]['q']}"
     if "dodecahedron" in params["graphs"]:
         cells["dodecahedron_stabiliser_orbits"] = dodecahedron_stabiliser_orbits()
+    # cells strictly coarser than the orbits (Frucht graph): the reduction stays exact
+    a_f, b_f, C_f, G_f = frucht_problem()
+    res_f, ref_f, _, marg_f, _ = _lp_check(a_f, b_f, C_f, params["emd_itermax"])
+    coarser = {"cells": res_f.partition.n_row_cells, "orbits": automorphism_orbits(G_f),
+               "ot_reduced": res_f.cost, "ot_pot": ref_f, "abs_err": abs(res_f.cost - ref_f),
+               "marginal_err": marg_f}
     cname = next(k for k, v in info.items() if v["kind"] == "circle")
     metrics = {
         "lp": {"max_rel_err": max(lp_rel), "max_marginal_err": max(lp_marg), "max_lift_cost_err": max(lp_lift),
                "n_instances": len(lp_rel)},
         "eot": {"max_rel_diff": max(eot_diff), "max_cost_rel_diff": max(eot_cost)},
-        "cells": cells,
+        "cells": cells, "coarser_than_orbits": coarser,
         "circle": {"w1_closed_form": info[cname]["w1_closed"], "w1_reduced": info[cname]["w1_reduced"],
                    "w1_pot": info[cname]["w1_pot"],
                    "reduced_vs_closed_abs_err": abs(info[cname]["w1_reduced"] - info[cname]["w1_closed"])},
@@ -238,6 +254,7 @@ def run_robust(params: dict, ctx: RunContext):
         rows.append(_row(f"grid{L}_digits_raw_s{s}", "approx_reduced", "rel_err", err / ref))
         rows.append(_row(f"grid{L}_digits_raw_s{s}", "approx_reduced", "bound_ratio", err / bound))
     metrics["digits_raw"] = {"max_bound_ratio": max(d_ratio), "median_rel_err": float(np.median(d_rel)),
+                             "rel_err": d_rel, "max_rel_err": max(d_rel), "min_rel_err": min(d_rel),
                              "cells": f"{dpart.n_row_cells}x{dpart.n_col_cells}"}
     # perturbed cost, refined with keys 10^key_margin times coarser than the noise
     pc = params["cost"]
@@ -296,6 +313,67 @@ def _time_pair(a, b, C, reg, num_iter, repeats, emd_itermax):
     return t
 
 
+def _paired_ratios(a, b, C, reg, num_iter, repeats, emd_itermax, lp_repeats) -> dict:
+    """Per-repeat ratios t(POT) / t(reduced), process CPU time of one call each, one thread, POT and the
+    reduction timed back to back in every repeat (a paired design: machine load hits both alike), after
+    one untimed warm-up call of each.
+
+    ``lp_plan``: ot.emd vs reduced_emd (both return the plan); ``lp_value``: ot.emd2 vs reduced_emd without
+    the plan; ``sinkhorn``: ot.sinkhorn vs reduced_sinkhorn (refine + aggregate + iterations + lift);
+    ``iterations``: POT's iterations (ot.sinkhorn minus its kernel build) vs the reduced iterations."""
+    def cpu(fn):
+        c0 = time.process_time()
+        out = fn()
+        return time.process_time() - c0, out
+
+    out = {k: [] for k in ("lp_plan", "lp_value", "sinkhorn", "iterations")}
+    quiet = _quiet_pot()
+    try:
+        # one untimed warm-up call of each (first-touch page faults and caches would bias the first repeat)
+        ot.emd(a, b, C, numItermax=emd_itermax)
+        reduced_emd(a, b, C)
+        ot.sinkhorn(a, b, C, reg, numItermax=min(num_iter, 10), stopThr=0)
+        reduced_sinkhorn(a, b, C, reg, num_iter=min(num_iter, 10))
+        for _ in range(lp_repeats):  # the LP is cheap and its CPU time noisier (page faults): more pairs
+            t_emd, _ = cpu(lambda: ot.emd(a, b, C, numItermax=emd_itermax))
+            t_rlp, _ = cpu(lambda: reduced_emd(a, b, C))
+            t_emd2, _ = cpu(lambda: ot.emd2(a, b, C, numItermax=emd_itermax))
+            t_rval, _ = cpu(lambda: reduced_emd(a, b, C, return_plan=False))
+            out["lp_plan"].append(t_emd / t_rlp)
+            out["lp_value"].append(t_emd2 / t_rval)
+        for _ in range(repeats):
+            t_sk, _ = cpu(lambda: ot.sinkhorn(a, b, C, reg, numItermax=num_iter, stopThr=0))
+            t_kernel, _ = cpu(lambda: np.exp(C / (-reg)))
+            t_rsk, res = cpu(lambda: reduced_sinkhorn(a, b, C, reg, num_iter=num_iter))
+            out["sinkhorn"].append(t_sk / t_rsk)
+            solve = max(res.timings["solve"], 1e-9)
+            out["iterations"].append(max(t_sk - t_kernel, 1e-9) / solve)
+    finally:
+        quiet.__exit__(None, None, None)
+    return out
+
+
+def _gate_repeats(params: dict, ctx: RunContext) -> dict:
+    """The judged timing comparison: paired ratios over ``gate_repeats`` repeats at the largest n (uniform
+    weights), and the same on a problem without symmetry (the control: no reduction, only its overhead)."""
+    from threadpoolctl import threadpool_limits
+
+    k, repeats = max(params["k"]), int(params.get("gate_repeats", 5))
+    a, b, C = d4_point_clouds(k, params["seed"], "uniform")
+    reg = params["reg_factor"] * float(np.median(C))
+    n_ctl = int(params.get("control_n", 8 * k))
+    a0, b0, C0 = random_problem(n_ctl, n_ctl, 0)
+    reg0 = params["reg_factor"] * float(np.median(C0))
+    with threadpool_limits(limits=1):
+        lp_repeats = int(params.get("gate_lp_repeats", 2 * repeats))
+        sym = _paired_ratios(a, b, C, reg, params["num_iter"], repeats, params["emd_itermax"], lp_repeats)
+        ctl = _paired_ratios(a0, b0, C0, reg0, params["num_iter"], repeats, params["emd_itermax"], lp_repeats)
+    ctx.log(f"gate n={8 * k}: LP plan x{np.mean(sym['lp_plan']):.2f}, Sinkhorn x{np.mean(sym['sinkhorn']):.2f}; "
+            f"no symmetry (n={n_ctl}): LP x{np.mean(ctl['lp_plan']):.2f}, Sinkhorn x{np.mean(ctl['sinkhorn']):.2f}")
+    return {"n": 8 * k, "repeats": repeats, "lp_repeats": lp_repeats, **sym,
+            "control": {"no_symmetry": {"n": n_ctl, **ctl}}}
+
+
 def run_speed(params: dict, ctx: RunContext):
     """POT vs the reduced pipeline, same (a, b, C), under 1 thread and under all threads."""
     from threadpoolctl import threadpool_info, threadpool_limits
@@ -332,6 +410,7 @@ def run_speed(params: dict, ctx: RunContext):
                 if threads > 1:
                     metrics["speed"][f"blas_{tag}"] = blas
                 ctx.log(f"n={n} {w} {label}: Sinkhorn x{sk_ratio:.2f} (iterations x{only:.1f}), LP x{lp_ratio:.2f}")
+    metrics["speed"]["gate"] = _gate_repeats(params, ctx)
     n = 8 * gate_k
     metrics["speed"]["sinkhorn_ratio_largest_n"] = metrics["speed"][f"sinkhorn_ratio_n{n}_uniform"]
     metrics["speed"]["reduced_only_ratio_largest_n"] = metrics["speed"][f"reduced_only_ratio_n{n}_uniform"]
@@ -345,7 +424,162 @@ def run_speed(params: dict, ctx: RunContext):
     return rows, {"speed": labels}
 
 
-EXPERIMENTS = {"exact": run_exact, "identity": run_identity, "robust": run_robust, "speed": run_speed}
+# ------------------------------------------------------------------------- SG-ROT synthetic experiments
+def _labels_partition(row_labels, col_labels) -> Partition:
+    """A Partition from arbitrary integer labels (renumbered 0..p-1)."""
+    r = np.unique(row_labels, return_inverse=True)[1].astype(np.int64)
+    c = np.unique(col_labels, return_inverse=True)[1].astype(np.int64)
+    return Partition(row_labels=r, col_labels=c, n_row_cells=int(r.max()) + 1, n_col_cells=int(c.max()) + 1)
+
+
+def first_block_row_lot(a, b, C, order: int) -> float:
+    r"""SG-ROT's reduced linear OT for block-ordered points (its ``compute_OR_SG_LOT``): with m = n/order,
+    :math:`K = \min_k C[0{:}m, k m{:}(k+1) m]` elementwise over the first block row, the value is
+    ``order`` x ``ot.emd2(a[:m], b[:m], K)``. Exact only when the rows and columns are listed group
+    element by group element; on another ordering it returns a wrong value (the negative control). On block
+    ordering a[:m] sums to 1/order, so rescaling it to 1 and dropping the factor ``order`` is the same."""
+    m = C.shape[0] // order
+    n = C.shape[1] // order
+    K = np.min(C[:m].reshape(m, order, n), axis=1)
+    # on a non-block ordering a[:m] and b[:n] need not have equal sums: rescale both to the simplex
+    return float(ot.emd2(a[:m] / a[:m].sum(), b[:n] / b[:n].sum(), K, numItermax=10 ** 7))
+
+
+def first_block_row_erot(a, b, C, order: int, reg: float, num_iter: int, stop_thr: float) -> np.ndarray:
+    r"""SG-ROT's reduced entropic OT for block-ordered points (its ``compute_OR_SG_EROT``): kernel
+    :math:`L = \sum_k \exp(-C^{1,k}/\mathrm{reg})` over the first block row, Sinkhorn on (a[:m], b[:n], L)
+    with POT's update order and stopping rule, plan rebuilt block by block for the first block row and
+    tiled by the circulant structure. Returns the (m x n) first block row of the plan, the part that is
+    compared with ``ot.sinkhorn`` (exact only for block ordering)."""
+    m = C.shape[0] // order
+    n = C.shape[1] // order
+    blocks = C[:m].reshape(m, order, n).transpose(1, 0, 2)
+    E = np.exp(-blocks / reg)
+    L = E.sum(axis=0)
+    A = a[:m] * (1.0 / (order * a[:m].sum()))  # per-point masses (rescaled as in first_block_row_lot): the
+    B = b[:n] * (1.0 / (order * b[:n].sum()))  # scalings are constant over the group copies
+    u, v = np.full(m, 1.0 / C.shape[0]), np.full(n, 1.0 / C.shape[1])
+    for it in range(num_iter):
+        v = B / (L.T @ u)
+        u = A / (L @ v)
+        # POT's rule: 2-norm of the full column-marginal error (each orbit appears ``order`` times)
+        if stop_thr > 0 and it % 10 == 0 and np.sqrt(order) * np.linalg.norm(v * (L.T @ u) - B) < stop_thr:
+            break
+    return np.hstack([np.outer(u, v) * E[k] for k in range(order)])
+
+
+def _erot(a, b, C, reg, params):
+    quiet = _quiet_pot()
+    try:
+        return ot.sinkhorn(a, b, C, reg, numItermax=params["sinkhorn_iter"], stopThr=params["stop_thr"])
+    finally:
+        quiet.__exit__(None, None, None)
+
+
+def _sgrot_configs(params):
+    for group, order, orbits in params["groups"]:
+        for ordering in params["orderings"]:
+            yield group, order, int(orbits), ordering
+
+
+def _cpu_repeats(fn, repeats: int) -> list[float]:
+    """Process CPU seconds of ``repeats`` calls of ``fn`` (one list entry per call)."""
+    out = []
+    for _ in range(repeats):
+        c0 = time.process_time()
+        fn()
+        out.append(time.process_time() - c0)
+    return out
+
+
+def run_sgrot(params: dict, ctx: RunContext):
+    """SG-ROT's synthetic experiments: groups Z, D, T, O, I, block and random orderings; plain (POT), cyclic
+    (orbits of the maximal cyclic subgroup, given by the construction) and symmetry-group (cells found from
+    (C, a, b) by colour refinement) versions of linear OT and entropic OT (reg = 0.1, POT's stopping rule)."""
+    from threadpoolctl import threadpool_limits
+
+    rows, per, timing = [], {}, {}
+    reg, repeats = float(params["reg"]), int(params["repeats"])
+    lp_err, eot_diff, cells_ok, block_formula_err, random_formula_err, random_formula_eot = [], [], [], [], [], []
+    detect_ok = []
+    for i, (group, order, orbits, ordering) in enumerate(_sgrot_configs(params)):
+        a, b, C, info = group_point_clouds(group, orbits, i, order=order, ordering=ordering)
+        name = f"{group}{info['order']}_o{orbits}_{ordering}"
+        s = info["subgroup_order"]
+        P_lot = ot.emd(a, b, C, numItermax=10 ** 7)
+        lot = float(np.sum(P_lot * C))
+        P_erot = _erot(a, b, C, reg, params)
+        sg = reduced_emd(a, b, C)
+        sg_eot = reduced_sinkhorn(a, b, C, reg, num_iter=params["sinkhorn_iter"], stop_thr=params["stop_thr"],
+                                  partition=sg.partition)
+        versions = {"SG": (sg, sg_eot)}
+        cyc = _labels_partition(*info["cyclic"])
+        if ordering == "block":
+            versions["C"] = (reduced_emd(a, b, C, partition=cyc),
+                             reduced_sinkhorn(a, b, C, reg, num_iter=params["sinkhorn_iter"],
+                                              stop_thr=params["stop_thr"], partition=cyc))
+        entry = {"n": C.shape[0], "order": info["order"], "subgroup_order": s, "orbits": orbits,
+                 "cells": f"{sg.partition.n_row_cells}x{sg.partition.n_col_cells}",
+                 "sgrot_detected": "x".join(map(str, sorted_row_orbits(C))), "lot": lot}
+        cells_ok.append(sg.partition.n_row_cells == orbits and sg.partition.n_col_cells == orbits)
+        detect_ok.append(entry["sgrot_detected"] == f"{orbits}x{orbits}")
+        for tag, (lp, eot) in versions.items():
+            err = _rel(lp.cost, lot)
+            diff = float(np.abs(eot.plan - P_erot).max() / P_erot.max())
+            lp_err.append(err)
+            eot_diff.append(diff)
+            entry[f"{tag}_lp_rel_err"] = err
+            entry[f"{tag}_lp_plan_frobenius"] = float(np.linalg.norm(lp.plan - P_lot))
+            entry[f"{tag}_eot_plan_rel_diff"] = diff
+            entry[f"{tag}_cells"] = f"{lp.partition.n_row_cells}x{lp.partition.n_col_cells}"
+            for metric, value in (("lp_rel_err", err), ("eot_plan_rel_diff", diff)):
+                rows.append(_row(name, f"{tag}_OT", metric, value))
+        # SG-ROT's first-block-row formulas: exact on block ordering, wrong on random ordering
+        k = info["order"]
+        formula = first_block_row_lot(a, b, C, k)
+        P_row = first_block_row_erot(a, b, C, k, reg, params["sinkhorn_iter"], params["stop_thr"])
+        row_diff = float(np.abs(P_row - P_erot[:C.shape[0] // k]).max() / P_erot.max())
+        entry["block_formula_lp_rel_err"], entry["block_formula_eot_row_rel_diff"] = _rel(formula, lot), row_diff
+        (block_formula_err if ordering == "block" else random_formula_err).append(_rel(formula, lot))
+        if ordering == "random":
+            random_formula_eot.append(row_diff)
+        else:
+            block_formula_err.append(row_diff)
+        # CPU time of every version (one thread), each call repeated; ratios per repeat go to timing.json
+        with threadpool_limits(limits=1):
+            t = {"LOT": _cpu_repeats(lambda: ot.emd(a, b, C, numItermax=10 ** 7), repeats),
+                 "EROT": _cpu_repeats(lambda: _erot(a, b, C, reg, params), repeats),
+                 "SG_LOT": _cpu_repeats(lambda: reduced_emd(a, b, C), repeats),
+                 "SG_EROT": _cpu_repeats(lambda: reduced_sinkhorn(a, b, C, reg, num_iter=params["sinkhorn_iter"],
+                                                                  stop_thr=params["stop_thr"]), repeats)}
+            if ordering == "block":
+                t["C_LOT"] = _cpu_repeats(lambda: reduced_emd(a, b, C, partition=cyc), repeats)
+                t["C_EROT"] = _cpu_repeats(lambda: reduced_sinkhorn(
+                    a, b, C, reg, num_iter=params["sinkhorn_iter"], stop_thr=params["stop_thr"], partition=cyc),
+                    repeats)
+        timing[name] = {"cpu_s": t, **{f"ratio_{v}": [x / y for x, y in zip(t[v.split("_")[1]], t[v])]
+                                       for v in t if "_" in v}}
+        per[name] = entry
+        ctx.log(f"{name}: cells {entry['cells']} (orbits {orbits}), LP err {entry['SG_lp_rel_err']:.1e}, "
+                f"EOT diff {entry['SG_eot_plan_rel_diff']:.1e}, block formula {entry['block_formula_lp_rel_err']:.1e}")
+    # a cost without symmetry of the same size as the first configuration: no cell may merge
+    a, b, C = random_problem(per[next(iter(per))]["n"], per[next(iter(per))]["n"], 0)
+    neg = equitable_partition(C, a, b)
+    write_metrics({"sgrot": timing}, ctx.out_dir / "timing.json")
+    metrics = {
+        "instances": per, "n_configs": len(per),
+        "lp_max_rel_err": max(lp_err), "eot_max_rel_diff": max(eot_diff),
+        "cells_equal_orbits": all(cells_ok), "sgrot_detection_equal_orbits": all(detect_ok),
+        "block_formula_max_err": max(block_formula_err),
+        "control": {"random_order_block_formula": {"lp_max_rel_err": max(random_formula_err),
+                                                   "eot_max_rel_diff": max(random_formula_eot)},
+                    "no_symmetry": {"cells_equal_orbits": neg.n_row_cells < C.shape[0]}},
+    }
+    return rows, metrics
+
+
+EXPERIMENTS = {"exact": run_exact, "identity": run_identity, "robust": run_robust, "speed": run_speed,
+               "sgrot": run_sgrot}
 
 if __name__ == "__main__":
     raise SystemExit(main(EXPERIMENTS))

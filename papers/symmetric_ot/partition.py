@@ -162,30 +162,87 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
     return _splitmix64_inplace(z, np.empty_like(z))
 
 
-def _signature_hashes(Qu: np.ndarray, colours: np.ndarray, axis: int, work: np.ndarray,
+def _mix_keys(x: np.ndarray) -> np.ndarray:
+    """A cheap bijective 64-bit mix of the keys (multiply, xor-shift, multiply), computed once per
+    refinement; its quality only affects how often the exact verification must split a collision."""
+    h = np.multiply(x, _MIX1)
+    h ^= h >> np.uint64(32)
+    h *= _MIX2
+    return h
+
+
+def _signature_hashes(HQ: np.ndarray, colours: np.ndarray, axis: int, work: np.ndarray,
                       tmp: np.ndarray) -> np.ndarray:
-    r"""Multiset hash :math:`\sum_j \mathrm{sm}(Q_{ij} \oplus \mathrm{sm}(c_j))` per row (axis=1) or column."""
-    hc = _splitmix64(colours.astype(np.uint64))
+    r"""Multiset hash :math:`\sum_j h(Q_{ij})\, g(c_j) \bmod 2^{64}` per row (axis=1) or column (axis=0).
+
+    ``HQ`` holds the mixed keys :math:`h(Q)` (:func:`_mix_keys`), computed once per refinement; :math:`g(c)` is
+    splitmix64 of the colour made odd. One multiply and one sum per entry and round (instead of a full
+    splitmix64 per entry and round); a collision is harmless because the result is verified exactly.
+    ``tmp`` is unused (kept for the signature of the refinement loop).
+    """
+    g = _splitmix64(colours.astype(np.uint64)) | np.uint64(1)
     if axis == 1:
-        np.bitwise_xor(Qu, hc[None, :], out=work)
+        np.multiply(HQ, g[None, :], out=work)
     else:
-        np.bitwise_xor(Qu, hc[:, None], out=work)
-    _splitmix64_inplace(work, tmp)
+        np.multiply(HQ, g[:, None], out=work)
     return work.sum(axis=axis, dtype=np.uint64)
 
 
 # --------------------------------------------------------------------------------------- exact verification
-def _sorted_signatures(Q: np.ndarray, other_colours: np.ndarray, axis: int) -> np.ndarray:
-    """Each row (axis=1) or column (axis=0) of keys ``colour * span + (Q - Qmin)``, sorted."""
-    qmin = int(Q.min())
-    span = int(Q.max()) - qmin + 1
-    if axis == 1:
-        keys = other_colours[None, :] * span + (Q - qmin)
+def _sorted_signatures(Q: np.ndarray, other_colours: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact signatures: for every row (axis=1) or column (axis=0), its keys sorted within each cell of the
+    other side, the cells laid out in one fixed order. Two rows (columns) have equal signatures exactly when
+    they see the same multiset of keys in every cell of the other side.
+
+    Returns ``(sig, colour_of_position)``. Sorting within cells (grouped by cell size, one batched sort per
+    size) costs O(mn log(cell size)) instead of O(mn log n) for whole rows; keys are int32 when they fit.
+    """
+    Q = np.asarray(Q)
+    small = Q.size and -2 ** 31 < int(Q.min()) and int(Q.max()) < 2 ** 31
+    X = np.ascontiguousarray(Q if axis == 1 else Q.T, dtype=np.int32 if small else Q.dtype)
+    other_colours = np.asarray(other_colours, dtype=np.int64)
+    order = np.argsort(other_colours, kind="stable")
+    sizes = np.bincount(other_colours)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    parts, colour_pos = [], []
+    for size in np.unique(sizes[sizes > 0]):
+        cells = np.flatnonzero(sizes == size)
+        cols = order[(starts[cells][:, None] + np.arange(size)[None, :]).ravel()]
+        block = X[:, cols].reshape(X.shape[0], len(cells), int(size))
+        block.sort(axis=2)
+        parts.append(block.reshape(X.shape[0], -1))
+        colour_pos.append(np.repeat(cells, size))
+    sig = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+    return sig, np.concatenate(colour_pos)
+
+
+def _rows_equal_within_cells(X: np.ndarray, row_sizes: np.ndarray, col_sizes: np.ndarray) -> bool:
+    """True when, in X with rows and columns already grouped by cell (contiguous), every row of a row cell
+    has the same sorted keys as the cell's first row within every column cell (sorts a copy of X)."""
+    S = X.copy()
+    if np.all(col_sizes == col_sizes[0]):
+        S.reshape(S.shape[0], len(col_sizes), int(col_sizes[0])).sort(axis=2)
     else:
-        keys = (other_colours[:, None] * span + (Q - qmin)).T
-    keys = np.ascontiguousarray(keys)
-    keys.sort(axis=1)
-    return keys
+        start = 0
+        for size in col_sizes:
+            S[:, start:start + size].sort(axis=1)
+            start += size
+    if np.all(row_sizes == row_sizes[0]):
+        blocks = S.reshape(len(row_sizes), int(row_sizes[0]), S.shape[1])
+        return bool(np.all(blocks == blocks[:, :1]))
+    firsts = np.repeat(np.concatenate([[0], np.cumsum(row_sizes)[:-1]]), row_sizes)
+    return bool(np.all(S == S[firsts]))
+
+
+def _is_equitable_fast(Q: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> bool:
+    """Exact equitability test of (rows, cols) on the keys Q (marginals are constant on cells by
+    construction of the refinement): Q is permuted into cell order once, then each side's rows are
+    sorted within cells and compared with their cell's first row (no per-row gathers)."""
+    ro, co = np.argsort(rows, kind="stable"), np.argsort(cols, kind="stable")
+    small = Q.size and -2 ** 31 < int(Q.min()) and int(Q.max()) < 2 ** 31
+    X = np.take(np.take(Q.astype(np.int32) if small else Q, ro, axis=0), co, axis=1)
+    rsz, csz = np.bincount(rows), np.bincount(cols)
+    return _rows_equal_within_cells(X, rsz, csz) and _rows_equal_within_cells(np.ascontiguousarray(X.T), csz, rsz)
 
 
 def _first_bad(sig: np.ndarray, labels: np.ndarray) -> tuple[int, int, int] | None:
@@ -222,14 +279,13 @@ def equitability_violation(Q, row_labels, col_labels, akey=None, bkey=None) -> s
             return f"{side} cell {int(bad[0])}: marginal {marg} is not constant on the cell"
     for axis, labels, other, side, other_side in ((1, row_labels, col_labels, "row", "column"),
                                                   (0, col_labels, row_labels, "column", "row")):
-        sig = _sorted_signatures(Q, other, axis)
+        sig, colour_of_position = _sorted_signatures(Q, other, axis)
         found = _first_bad(sig, labels)
         if found is None:
             continue
         cell, rep, i = found
-        span = int(Q.max()) - int(Q.min()) + 1
         pos = int(np.flatnonzero(sig[i] != sig[rep])[0])
-        other_cell = int(min(sig[i, pos], sig[rep, pos]) // span)
+        other_cell = int(colour_of_position[pos])
         r, s = (cell, other_cell) if side == "row" else (other_cell, cell)
         return (f"block (row cell {r}, column cell {s}) is not equitable: {side}s {rep} and {i} of "
                 f"{side} cell {cell} see different multisets of costs in {other_side} cell {other_cell}")
@@ -265,9 +321,10 @@ def equitable_partition(C, a=None, b=None, *, decimals: int = 9, max_rounds: int
        column by (old colour, :math:`\{(r_i, Q_{ij})\}_i`) with the new row colours; rounds stop when
        neither number of colours changes (at most ``max_rounds``).
     3. Multisets are compared through the O(mn) hash
-       :math:`\sum_j \mathrm{splitmix64}(Q_{ij} \oplus \mathrm{splitmix64}(c_j)) \bmod 2^{64}`;
-       the result is then verified exactly by sorting every row's (column's) keys; a hash collision found
-       there is split with the exact sorted signatures and refinement continues.
+       :math:`\sum_j h(Q_{ij})\, g(c_j) \bmod 2^{64}` (:math:`h` a 64-bit mix of the keys computed once,
+       :math:`g` splitmix64 of the colour made odd); the result is then verified exactly by sorting the keys
+       within cells after one permutation into cell order; a hash collision found there is split with the
+       exact sorted signatures and refinement continues.
 
     Labels are numbered by first occurrence, so the output is deterministic.
 
@@ -290,26 +347,36 @@ def equitable_partition(C, a=None, b=None, *, decimals: int = 9, max_rounds: int
     m, n = C.shape
     Q = quantize(C, decimals)
     akey, bkey = marginal_keys(a, m, decimals), marginal_keys(b, n, decimals)
+    rows, cols, p, q, rounds = _refine(Q, akey, bkey, max_rounds)
+    return Partition(row_labels=rows, col_labels=cols, n_row_cells=int(p), n_col_cells=int(q),
+                     rounds=rounds, seconds=time.perf_counter() - start)
+
+
+def _refine(Q: np.ndarray, akey: np.ndarray, bkey: np.ndarray, max_rounds: int):
+    """Colour refinement on integer keys (steps 1-3 of :func:`equitable_partition`); returns
+    ``(row_labels, col_labels, p, q, rounds)``."""
     rows, p = _first_occurrence(akey)
     cols, q = _first_occurrence(bkey)
-    Qu = Q.view(np.uint64)
-    work = np.empty_like(Qu)
-    tmp = np.empty_like(Qu)
+    HQ = _mix_keys(Q.view(np.uint64))
+    work = np.empty_like(HQ)
+    tmp = None
     rounds = 0
     while True:
         while rounds < max_rounds:
             rounds += 1
-            rows, p_new = _dense_rank_pairs(rows, _signature_hashes(Qu, cols, 1, work, tmp))
-            cols, q_new = _dense_rank_pairs(cols, _signature_hashes(Qu, rows, 0, work, tmp))
+            rows, p_new = _dense_rank_pairs(rows, _signature_hashes(HQ, cols, 1, work, tmp))
+            cols, q_new = _dense_rank_pairs(cols, _signature_hashes(HQ, rows, 0, work, tmp))
             changed = (p_new != p) or (q_new != q)
             p, q = p_new, q_new
             if not changed:
                 break
         # exact verification (sorting); split on a collision and refine again
+        if _is_equitable_fast(Q, rows, cols):
+            break
         split = False
         for axis in (1, 0):
             labels, other = (rows, cols) if axis == 1 else (cols, rows)
-            sig = _sorted_signatures(Q, other, axis)
+            sig, _ = _sorted_signatures(Q, other, axis)
             if _first_bad(sig, labels) is None:
                 continue
             _, inverse = np.unique(np.column_stack([labels, sig]), axis=0, return_inverse=True)
@@ -324,9 +391,8 @@ def equitable_partition(C, a=None, b=None, *, decimals: int = 9, max_rounds: int
             break
         if rounds >= max_rounds:
             raise RuntimeError(f"colour refinement did not stabilise within max_rounds={max_rounds}")
-    del work, tmp
-    return Partition(row_labels=rows, col_labels=cols, n_row_cells=int(p), n_col_cells=int(q),
-                     rounds=rounds, seconds=time.perf_counter() - start)
+    del work, HQ
+    return rows, cols, p, q, rounds
 
 
 def is_equitable(C, partition: Partition, a=None, b=None, *, decimals: int = 9) -> bool:

@@ -69,6 +69,58 @@ def _speed_table(results: Path, out: Path) -> None:
              f"seconds (threadpool_limits(1)), all-thread rows wall seconds with {prov.get('cpu_threads', '?')} "
              f"threads; minimum over repeats. Gate: Sinkhorn ratio at n = {metrics['gate_n']}, uniform, 1 thread.")
     write_markdown_table(frame, out / "speed.md", floatfmt=".3g", title=title)
+    gate = ("\n\nJudged ratios (paired: POT and the reduction timed back to back in every repeat; mean and "
+            "95% t interval over the repeats):\n\n" + _gate_table(results) + "\n")
+    atomic_write_text(out / "speed.md", (out / "speed.md").read_text() + gate)
+
+
+def _mean_ci(x) -> str:
+    """'mean [lo, hi]' with the 95% Student t interval of the mean (as the claims engine decides)."""
+    from shared.claims.stats import mean_interval
+
+    mean, lo, hi = mean_interval(list(x), "t")
+    return f"{mean:.3g} [{lo:.3g}, {hi:.3g}]"
+
+
+def _gate_table(results: Path) -> str:
+    """Markdown rows of the judged, paired timing ratios (mean and 95% t interval over the repeats)."""
+    gate = read_metrics(results / "speed" / "timing.json")["speed"]["gate"]
+    ctl = gate["control"]["no_symmetry"]
+    rows = []
+    for key, label in (("lp_plan", "LP with plan: ot.emd / reduced_emd"),
+                       ("lp_value", "LP value: ot.emd2 / reduced_emd(return_plan=False)"),
+                       ("sinkhorn", "Sinkhorn end to end: ot.sinkhorn / reduced_sinkhorn"),
+                       ("iterations", "Sinkhorn iterations only")):
+        rows.append({"ratio (1 thread, process CPU)": label,
+                     f"D4 cloud, n = {gate['n']}": _mean_ci(gate[key]),
+                     f"no symmetry (control), n = {ctl['n']}": _mean_ci(ctl[key])})
+    return pd.DataFrame(rows).to_markdown(index=False)
+
+
+def _sgrot_table(results: Path, out: Path) -> None:
+    """SG-ROT's synthetic experiments: cells, exactness of every version, CPU ratios with 95% intervals."""
+    per = read_metrics(results / "sgrot" / "metrics.json")["instances"]
+    timing = read_metrics(results / "sgrot" / "timing.json")["sgrot"]
+    rows = []
+    for name, e in per.items():
+        t = timing[name]
+        row = {"configuration": name, "n": e["n"], "|G|": e["order"], "orbits": e["orbits"],
+               "cells (ours)": e["cells"], "cells (SG-ROT detection)": e["sgrot_detected"],
+               "SG LP rel. err": e["SG_lp_rel_err"], "SG EOT plan diff": e["SG_eot_plan_rel_diff"],
+               "C LP rel. err": e.get("C_lp_rel_err", float("nan")),
+               "C EOT plan diff": e.get("C_eot_plan_rel_diff", float("nan")),
+               "first-block-row formula LP err": e["block_formula_lp_rel_err"]}
+        for v in ("SG_LOT", "SG_EROT", "C_LOT", "C_EROT"):
+            row[f"speedup {v}"] = _mean_ci(t[f"ratio_{v}"]) if f"ratio_{v}" in t else "-"
+        rows.append(row)
+    n_rep = len(next(iter(timing.values()))["cpu_s"]["LOT"])
+    title = ("SG-ROT synthetic clouds (Gaussian blobs moved by every group element, Euclidean cost, weights "
+             "1 + 0.05 N(0, 1) per orbit). SG = cells found by colour refinement, C = orbits of the maximal cyclic "
+             "subgroup (block ordering only, as in SG-ROT); entropic OT with reg = 0.1 and POT's stopping rule "
+             f"(1e-6). Speedups: CPU time of POT over the version, mean [95% t interval] over {n_rep} repeats, "
+             "one thread. The first-block-row formula is SG-ROT's reduction without orbit identification: exact "
+             "on block ordering, wrong on random ordering.")
+    write_markdown_table(pd.DataFrame(rows), out / "sgrot.md", floatfmt=".2g", title=title)
 
 
 def _cells_figure(results: Path, out: Path) -> None:
@@ -105,7 +157,7 @@ def _identity_figure(results: Path, out: Path) -> None:
 def _robust_figure(results: Path, out: Path) -> None:
     df = read_tidy(results / "robust" / "results.csv")
     df = df[df["metric"].isin(["error", "bound"]) & df["eta"].notna()]
-    fig, axes = new_figure(1, 1, width=4.4, height=3.2)
+    fig, axes = new_figure(2, 1, width=4.4, height=3.2)
     ax = axes[0, 0]
     for metric, color in (("error", COLORS["reduced"]), ("bound", COLORS["POT"])):
         grp = df[df["metric"] == metric].sort_values("eta")
@@ -115,6 +167,11 @@ def _robust_figure(results: Path, out: Path) -> None:
     ax.set_xlabel("marginal perturbation eta"), ax.set_ylabel("absolute error")
     ax.set_title("symmetrised marginals: error vs bound")
     ax.legend(fontsize=7)
+    raw = read_metrics(results / "robust" / "metrics.json")["digits_raw"]["rel_err"]
+    ax = axes[0, 1]
+    ax.bar(np.arange(len(raw)), raw, color=COLORS["reduced"])
+    ax.set_xlabel("raw digit pair"), ax.set_ylabel("relative error vs ot.emd2")
+    ax.set_title("raw (unsymmetrised) digits: the approximate route fails", fontsize=9)
     save_figure(fig, out / "robust.png")
 
 
@@ -133,7 +190,7 @@ def _instances_table(results: Path, out: Path) -> None:
 
 
 def make_figures(results_dir: Path, out_dir: Path, scale: str) -> None:
-    """Write speed.png, speed.md, cells_grid.png, identity.png, robust.png and instances.md."""
+    """Write speed.png, speed.md, cells_grid.png, identity.png, robust.png, instances.md and sgrot.md."""
     results_dir, out_dir = Path(results_dir), Path(out_dir)
     _speed_figure(results_dir, out_dir)
     _speed_table(results_dir, out_dir)
@@ -141,6 +198,7 @@ def make_figures(results_dir: Path, out_dir: Path, scale: str) -> None:
     _identity_figure(results_dir, out_dir)
     _robust_figure(results_dir, out_dir)
     _instances_table(results_dir, out_dir)
+    _sgrot_table(results_dir, out_dir)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ import numpy as np
 import ot
 
 __all__ = ["d4_point_clouds", "grid_images", "circle_problem", "circle_w1", "graph_problem",
-           "random_problem", "d4_matrices", "GRAPH_NAMES"]
+           "random_problem", "d4_matrices", "GRAPH_NAMES", "symmetry_group", "group_point_clouds",
+           "sorted_row_orbits", "SG_GROUPS", "frucht_problem", "automorphism_orbits"]
 
 GRAPH_NAMES = ("hypercube<d>", "dodecahedron", "ladder<N>", "graphene")
 
@@ -242,3 +243,168 @@ def dodecahedron_stabiliser_orbits() -> int:
             if rv != rw:
                 parent[max(rv, rw)] = min(rv, rw)
     return len({find(v) for v in nodes})
+
+
+def automorphism_orbits(G) -> int:
+    """Number of vertex orbits of Aut(G) (exact, by enumerating the automorphisms with VF2; small graphs)."""
+    from networkx.algorithms.isomorphism import GraphMatcher
+
+    nodes = sorted(G.nodes)
+    parent = {v: v for v in nodes}
+
+    def find(v):
+        while parent[v] != v:
+            v = parent[v]
+        return v
+
+    for iso in GraphMatcher(G, G).isomorphisms_iter():
+        for v, w in iso.items():
+            rv, rw = find(v), find(w)
+            if rv != rw:
+                parent[max(rv, rw)] = min(rv, rw)
+    return len({find(v) for v in nodes})
+
+
+def frucht_problem():
+    r"""A problem whose coarsest equitable partition is strictly coarser than its orbits: the Frucht graph
+    (12 vertices, 3-regular, trivial automorphism group), cost = adjacency matrix, uniform marginals. Every
+    row holds three ones in one cell, so colour refinement stops at one cell while the orbits are the 12
+    singletons; OT = 0 (the identity plan avoids every edge)."""
+    import networkx as nx
+
+    G = nx.frucht_graph()
+    C = nx.to_numpy_array(G, nodelist=sorted(G.nodes), dtype=np.float64)
+    n = C.shape[0]
+    return np.full(n, 1.0 / n), np.full(n, 1.0 / n), C, G
+
+
+# ------------------------------------------------------------------ finite groups of SG-ROT (Zhang et al.)
+def _rotation(axis, theta: float) -> np.ndarray:
+    """Rotation by ``theta`` about ``axis`` (Rodrigues); 2-D when ``axis`` is None."""
+    if axis is None:
+        c, s = np.cos(theta), np.sin(theta)
+        return np.array([[c, -s], [s, c]])
+    x, y, z = np.asarray(axis, dtype=float) / np.linalg.norm(axis)
+    c, s = np.cos(theta), np.sin(theta)
+    C = 1 - c
+    return np.array([[c + x * x * C, x * y * C - z * s, x * z * C + y * s],
+                     [y * x * C + z * s, c + y * y * C, y * z * C - x * s],
+                     [z * x * C - y * s, z * y * C + x * s, c + z * z * C]])
+
+
+def _closure(generators: list[np.ndarray], order: int) -> list[np.ndarray]:
+    """All products of the generators (a finite matrix group), deduplicated after rounding to 1e-9."""
+    dim = generators[0].shape[0]
+    elems, keys, frontier = [np.eye(dim)], {tuple(np.round(np.eye(dim), 9).ravel())}, [np.eye(dim)]
+    while frontier:
+        nxt = []
+        for g in frontier:
+            for h in generators:
+                x = h @ g
+                key = tuple(np.round(x, 9).ravel() + 0.0)
+                if key not in keys:
+                    keys.add(key)
+                    elems.append(x)
+                    nxt.append(x)
+        frontier = nxt
+        if len(elems) > order:
+            break
+    if len(elems) != order:
+        raise RuntimeError(f"group closure gave {len(elems)} elements, expected {order}")
+    return elems
+
+
+SG_GROUPS = ("Z", "D", "T", "O", "I")
+
+
+def symmetry_group(group: str, order: int | None = None) -> tuple[list[np.ndarray], int]:
+    r"""Elements of a finite symmetry group of SG-ROT's synthetic experiments, ordered as
+    :math:`h^k r` (k = 0..s-1 outer, coset representatives r inner) for a cyclic subgroup
+    :math:`H = \langle h \rangle` of maximal order s; returns ``(elements, s)``.
+
+    ``"Z"``: cyclic :math:`Z_n` (2-D rotations, ``order`` = n); ``"D"``: dihedral group of ``order`` = 2l
+    (l rotations and l reflections, 2-D; SG-ROT's default order 6); ``"T"``, ``"O"``, ``"I"``: rotation
+    groups of the tetrahedron (12), octahedron (24) and icosahedron (60) in 3-D, with maximal cyclic
+    subgroups of order 3, 4 and 5. With this ordering the cost between two orbit-wise generated clouds is
+    block-circulant in k (the structure the cyclic reduction of Takeda et al. uses).
+    """
+    phi = (1 + 5 ** 0.5) / 2
+    if group == "Z":
+        n = _check_positive_int(order, "order")
+        h, G, s = _rotation(None, 2 * np.pi / n), None, n
+        reps = [np.eye(2)]
+    elif group == "D":
+        n = _check_positive_int(order, "order")
+        if n % 2:
+            raise ValueError(f"order of a dihedral group must be even, got {n}")
+        s = n // 2
+        h = _rotation(None, 2 * np.pi / s)
+        reps = [np.eye(2), np.diag([-1.0, 1.0])]
+    elif group in ("T", "O", "I"):
+        fixed = {"T": 12, "O": 24, "I": 60}[group]
+        if order not in (None, fixed):
+            raise ValueError(f"group {group} has order {fixed}, got {order}")
+        if group == "T":
+            h, other, s = _rotation([1, 1, 1], 2 * np.pi / 3), _rotation([1, 0, 0], np.pi), 3
+        elif group == "O":
+            h, other, s = _rotation([0, 0, 1], np.pi / 2), _rotation([1, 1, 1], 2 * np.pi / 3), 4
+        else:
+            h, other, s = _rotation([0, 1, phi], 2 * np.pi / 5), _rotation([1, 1, 1], 2 * np.pi / 3), 5
+        G = _closure([h, other], fixed)
+        powers = [np.linalg.matrix_power(h, k) for k in range(s)]
+        reps, covered = [], set()
+        for g in G:  # right cosets H g
+            key = tuple(np.round(g, 9).ravel() + 0.0)
+            if key in covered:
+                continue
+            reps.append(g)
+            covered |= {tuple(np.round(p @ g, 9).ravel() + 0.0) for p in powers}
+    else:
+        raise ValueError(f"unknown group {group!r}; choose one of {list(SG_GROUPS)}")
+    elems = [np.linalg.matrix_power(h, k) @ r for k in range(s) for r in reps]
+    return elems, s
+
+
+def group_point_clouds(group: str, orbit_num: int, seed: int, *, order: int | None = None,
+                       ordering: str = "block"):
+    r"""SG-ROT's synthetic problem: two clouds :math:`\{g x_o\}`, :math:`\{g y_o\}` over the elements of a
+    finite group (``symmetry_group``), base points :math:`x_o, y_o \sim N(\mathbf 1, 0.5 I)`, weights
+    :math:`1 + 0.05\,\xi_o` per orbit (clipped at 1e-6, normalised), Euclidean cost (``ot.dist`` with
+    metric "euclidean"). ``ordering="block"`` lists the points group element by group element (as
+    :func:`symmetry_group` orders them); ``"random"`` permutes each side at random.
+
+    Returns ``(a, b, C, info)`` with ``info`` = {"orbits": row and column orbit labels, "cyclic": row and
+    column labels of the orbits of the maximal cyclic subgroup, "order", "subgroup_order"}.
+    """
+    orbit_num = _check_positive_int(orbit_num, "orbit_num")
+    if ordering not in ("block", "random"):
+        raise ValueError(f"ordering must be 'block' or 'random', got {ordering!r}")
+    elems, s = symmetry_group(group, order)
+    dim = elems[0].shape[0]
+    rng = np.random.default_rng(seed)
+    clouds, weights, labels = [], [], []
+    for _ in range(2):
+        base = rng.multivariate_normal(np.ones(dim), 0.5 * np.eye(dim), size=orbit_num)
+        w = np.clip(1.0 + 0.05 * rng.standard_normal(orbit_num), 1e-6, None)
+        clouds.append(np.vstack([base @ g.T for g in elems]))
+        weights.append(_normalise(np.tile(w, len(elems))))
+    n = orbit_num * len(elems)
+    per_block = n // s  # points of one power h^k: (coset representative, orbit) pairs
+    orbit = np.tile(np.arange(orbit_num), len(elems))
+    cyclic = np.arange(n) % per_block
+    perms = [rng.permutation(n) if ordering == "random" else np.arange(n) for _ in range(2)]
+    X, Y = clouds[0][perms[0]], clouds[1][perms[1]]
+    a, b = weights[0][perms[0]], weights[1][perms[1]]
+    C = ot.dist(X, Y, metric="euclidean")
+    info = {"orbits": (orbit[perms[0]], orbit[perms[1]]), "cyclic": (cyclic[perms[0]], cyclic[perms[1]]),
+            "order": len(elems), "subgroup_order": s}
+    return a, b, C, info
+
+
+def sorted_row_orbits(C, decimals: int = 6) -> tuple[int, int]:
+    """SG-ROT's orbit detection (numbers of row and column classes): rows (columns) whose entries, rounded to
+    ``decimals`` and sorted, coincide. Assumes a free action; used here only as a comparison."""
+    R = np.round(np.asarray(C, dtype=float), decimals)
+    rows = np.unique(np.sort(R, axis=1), axis=0).shape[0]
+    cols = np.unique(np.sort(R, axis=0).T, axis=0).shape[0]
+    return rows, cols

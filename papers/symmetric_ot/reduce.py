@@ -33,8 +33,8 @@ import numpy as np
 import ot
 from scipy.special import logsumexp
 
-from .partition import (Partition, _check_decimals, check_partition, check_problem, equitability_violation,
-                        equitable_partition, marginal_keys, quantize)
+from .partition import (Partition, _check_decimals, _refine, check_partition, check_problem, equitability_violation,
+                        marginal_keys, quantize)
 
 __all__ = ["OTResult", "reduced_emd", "reduced_sinkhorn", "symmetrize_marginals", "block_reduce"]
 
@@ -91,6 +91,25 @@ class _Blocks:
         return X[self.rows][:, self.cols]
 
 
+def _lift_plan(T, C_red, Q, blocks: "_Blocks", decimals: int, C) -> np.ndarray:
+    r"""Uniform lift :math:`P_{ij} = T_{rs}/|M_{rs}|` on the argmin sets :math:`M_{rs}` of the keys.
+
+    The block minima of the keys are the keys of the block minima of C (rint is monotone and both use the
+    same scale), so no second block reduction is needed; :math:`|M_{rs}|` is a bincount over the argmin
+    entries, and only those entries of the plan are written.
+    """
+    scale = float(np.max(np.abs(C)))
+    Q_min = np.zeros(C_red.shape, dtype=np.int64) if scale == 0.0 else \
+        np.rint(C_red * (10.0 ** decimals / scale)).astype(np.int64)
+    ii, jj = np.nonzero(Q == blocks.expand(Q_min))
+    cell = blocks.rows[ii] * blocks.q + blocks.cols[jj]
+    count = np.bincount(cell, minlength=blocks.p * blocks.q)
+    weight = T.ravel() / np.maximum(count, 1)
+    plan = np.zeros(Q.shape)
+    plan[ii, jj] = weight[cell]
+    return plan
+
+
 def block_reduce(X, partition: Partition, how: str = "sum") -> np.ndarray:
     """Block sums (``how="sum"``), minima ("min") or maxima ("max") of an (m, n) array over the cells."""
     ufuncs = {"sum": np.add, "min": np.minimum, "max": np.maximum}
@@ -109,9 +128,11 @@ def _prepare(a, b, C, partition, decimals):
     decimals = _check_decimals(decimals)
     m, n = C.shape
     start = time.perf_counter()
-    if partition is None:
-        partition = equitable_partition(C, a, b, decimals=decimals)
+    if partition is None:  # the refinement's keys are the lift's keys: quantise once
         Q = quantize(C, decimals)
+        rows, cols, p, q, rounds = _refine(Q, marginal_keys(a, m, decimals), marginal_keys(b, n, decimals), 100)
+        partition = Partition(row_labels=rows, col_labels=cols, n_row_cells=int(p), n_col_cells=int(q),
+                              rounds=rounds, seconds=time.perf_counter() - start)
     else:
         check_partition(partition, m, n)
         Q = quantize(C, decimals)
@@ -184,11 +205,7 @@ def reduced_emd(a, b, C, *, partition: Partition | None = None, decimals: int = 
     t3 = time.perf_counter()
     plan = None
     if return_plan:
-        Q_min = blocks.reduce(Q, np.minimum)
-        mask = Q == blocks.expand(Q_min)
-        count = blocks.reduce(mask.astype(np.int64), np.add)
-        weight = T / count
-        plan = np.where(mask, blocks.expand(weight), 0.0)
+        plan = _lift_plan(T, C_red, Q, blocks, decimals, C)
     t4 = time.perf_counter()
     timings = {"refine": t_refine, "aggregate": t2 - t1, "solve": t3 - t2, "lift": t4 - t3,
                "total": t4 - t0}

@@ -196,3 +196,57 @@ def test_threshold_bad_input():
         threshold_bandit(pi, [[1.0], [2.0], [3.0, 4.0]], [[1.0], [1.0], [0.5, 0.6]], 1.0)
     with pytest.raises(ValueError, match="tau"):
         threshold_bandit(pi, *ARMS, 9.0)
+
+
+# ------------------------------------------------------------------ Beta tails and Proposition 7.1 (Section 7)
+def test_beta_tail_known_values():
+    # Beta(1, 1) is uniform: P(R >= t) = 1 - t; Beta(1/2, 1/2) is the arcsine law: 1 - (2/pi) asin(sqrt(t))
+    assert core.beta_tail(1.0, 1.0, 0.3) == pytest.approx(0.7, abs=1e-15)
+    assert core.beta_tail(0.5, 0.5, 0.8) == pytest.approx(1 - 2 / math.pi * math.asin(math.sqrt(0.8)), abs=1e-14)
+    # Beta(18, 2): P(R >= t) = 1 - (19 t^18 - 18 t^19)
+    t = 0.99
+    assert core.beta_tail(18.0, 2.0, t) == pytest.approx(1 - (19 * t ** 18 - 18 * t ** 19), rel=1e-12)
+
+
+def test_beta_tail_bad_inputs():
+    with pytest.raises(ValueError, match="Beta parameters"):
+        core.beta_tail(0.0, 1.0, 0.5)
+    with pytest.raises(ValueError, match="tau"):
+        core.beta_tail(1.0, 1.0, 1.5)
+
+
+def test_prop71_identity_and_faithful_case():
+    rng = np.random.default_rng(3)
+    pi = rng.dirichlet(np.ones(6))
+    a, b = rng.uniform(0.3, 3, 6), rng.uniform(0.3, 3, 6)
+    r = a / (a + b)
+    for tau in (0.1, 0.5, 0.9):
+        out = core.threshold_decomposition(pi, r, core.beta_tail(a, b, tau))
+        assert out["gain"] == pytest.approx(out["identity_gain"], rel=1e-12, abs=1e-15)
+    # faithful conditioning is the proxy q = r: alignment 1, amplification 1, gain = J * I_1 = Var(r) / J
+    same = core.threshold_decomposition(pi, r, r)
+    J = float(pi @ r)
+    assert same["alignment"] == pytest.approx(1.0, abs=1e-12)
+    assert same["amplification"] == pytest.approx(1.0, abs=1e-12)
+    assert same["gain"] == pytest.approx(float(pi @ (r - J) ** 2) / J, rel=1e-12)
+
+
+def test_prop71_anti_aligned_proxy_harms():
+    # two arms: a sure 0.9 and a 50/50 coin; a proxy that favours the coin lowers the true mean
+    pi, r, q = np.array([0.5, 0.5]), np.array([0.9, 0.5]), np.array([0.0, 0.5])
+    out = core.threshold_decomposition(pi, r, q)
+    assert out["alignment"] == pytest.approx(-1.0, abs=1e-12)
+    assert out["gain"] == pytest.approx(0.5 - 0.7, abs=1e-15)
+
+
+def test_threshold_decomposition_bad_inputs():
+    with pytest.raises(ValueError, match="same mean reward"):
+        core.threshold_decomposition([0.5, 0.5], [0.4, 0.4], [0.2, 0.3])
+    with pytest.raises(ValueError, match="one length"):
+        core.threshold_decomposition([0.5, 0.5], [0.4, 0.6], [0.2, 0.3, 0.1])
+
+
+def test_failure_conditioning_never_helps_a_bandit():
+    p = core.failure_condition(PI, Q)
+    np.testing.assert_allclose(p, PI * (1 - Q) / (1 - 0.4), atol=1e-15)
+    assert float(p @ Q) < 0.4

@@ -286,3 +286,72 @@ def test_log_domain_reduced_cost_is_kernel_weighted_block_mean():
     assert np.all(np.isfinite(res.reduced_cost))
     w = np.exp(-np.array([0.0, 1.0]))
     assert res.reduced_cost[0, 0] == pytest.approx(800.0 + w[1] / w.sum(), rel=1e-14)
+
+
+# ------------------------------------------------------------------------ SG-ROT groups and formulas
+@pytest.mark.parametrize("group,order,size,sub", [("Z", 5, 5, 5), ("D", 6, 6, 3), ("T", None, 12, 3),
+                                                  ("O", None, 24, 4), ("I", None, 60, 5)])
+def test_symmetry_groups_are_closed_orthogonal_and_cyclic_ordered(group, order, size, sub):
+    from papers.symmetric_ot.problems import symmetry_group
+
+    elems, s = symmetry_group(group, order)
+    assert len(elems) == size and s == sub
+    keys = {tuple(np.round(g, 8).ravel() + 0.0) for g in elems}
+    assert len(keys) == size  # distinct
+    for g in elems:
+        np.testing.assert_allclose(g @ g.T, np.eye(g.shape[0]), atol=1e-12)
+        for h in elems[:3]:
+            assert tuple(np.round(g @ h, 8).ravel() + 0.0) in keys  # closed under products
+    # element k * (|G|/s) + r is h^k r: the first block of coset representatives times h gives the next block
+    per = size // s
+    h = elems[per] @ np.linalg.inv(elems[0])
+    np.testing.assert_allclose(h @ elems[1], elems[per + 1], atol=1e-12)
+
+
+def test_group_clouds_cells_equal_orbits_in_both_orderings():
+    from papers.symmetric_ot.problems import group_point_clouds, sorted_row_orbits
+
+    for ordering in ("block", "random"):
+        a, b, C, info = group_point_clouds("T", 3, 1, ordering=ordering)
+        part = equitable_partition(C, a, b)
+        assert (part.n_row_cells, part.n_col_cells) == (3, 3)
+        assert sorted_row_orbits(C) == (3, 3)
+        # the orbit labels of the construction are an equitable partition, and so are the cyclic ones
+        cyc = Partition(*(np.unique(x, return_inverse=True)[1] for x in info["cyclic"]), 12, 12)
+        assert is_equitable(C, cyc, a, b)
+
+
+def test_first_block_row_formula_exact_on_block_order_only():
+    from papers.symmetric_ot.experiments import first_block_row_lot
+    from papers.symmetric_ot.problems import group_point_clouds
+
+    a, b, C, _ = group_point_clouds("D", 4, 2, order=6, ordering="block")
+    ref = ot.emd2(a, b, C)
+    assert abs(first_block_row_lot(a, b, C, 6) - ref) <= 1e-12 * ref
+    assert abs(reduced_emd(a, b, C).cost - ref) <= 1e-12 * ref
+    a, b, C, _ = group_point_clouds("D", 4, 2, order=6, ordering="random")
+    assert abs(reduced_emd(a, b, C).cost - ot.emd2(a, b, C)) <= 1e-12 * ref
+    assert abs(first_block_row_lot(a, b, C, 6) - ot.emd2(a, b, C)) > 1e-3 * ref
+
+
+def test_fast_exact_verification_agrees_with_the_sorting_check():
+    from papers.symmetric_ot.partition import _is_equitable_fast
+
+    a, b, C = d4_point_clouds(4, 0, "uniform")
+    part = equitable_partition(C, a, b)
+    Q = quantize(C)
+    assert _is_equitable_fast(Q, part.row_labels, part.col_labels)
+    merged = part.row_labels.copy()
+    merged[merged == 1] = 0  # merge two row cells: no longer equitable
+    merged = np.unique(merged, return_inverse=True)[1]
+    assert not _is_equitable_fast(Q, merged, part.col_labels)
+    assert not is_equitable(C, Partition(merged, part.col_labels, int(merged.max()) + 1, part.n_col_cells))
+
+
+def test_lift_plan_keys_of_block_minima():
+    # the keys of the block minima are the block minima of the keys (rint is monotone): lift is feasible
+    a, b, C = d4_point_clouds(6, 4, "orbit")
+    res = reduced_emd(a, b, C)
+    np.testing.assert_allclose(res.plan.sum(axis=1), a, atol=1e-15)
+    np.testing.assert_allclose(res.plan.sum(axis=0), b, atol=1e-15)
+    assert abs(np.sum(res.plan * C) - res.cost) <= 1e-9 * res.cost
