@@ -123,7 +123,8 @@ _ETC_ENTRIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timez
                 "debian_version", "locale.alias", "magic", "magic.mime")
 _USERNS_UID = 65534
 _ROOT_CALLER_UID_BASE, _ROOT_CALLER_UID_SPAN = 3_000_000_000, 1 << 24
-_SCRATCH = "/tmp"
+_SCRATCH = "/tmp"  # the scratch tmpfs; "/scratch" instead when the repository or Python itself lives under /tmp
+_SCRATCH_ALT = "/scratch"
 _IO_DIR, _IO_MB = "/sandbox-io", 128  # a tmpfs of its own for stdout/stderr/result: a full scratch keeps them
 _ANSWER_GRACE_S = 15.0  # how long past timeout_s the parent waits for the zygote's answer
 _MAX_MESSAGE = 1 << 30
@@ -237,8 +238,8 @@ def _visible_paths(sys_path: Iterable[str]) -> list[str]:
         if not entry:  # '' is the parent's cwd: not made visible
             continue
         entry = os.path.abspath(entry)
-        # the repository root and its ancestors: only shared/ and papers/; below /tmp: hidden by the scratch
-        if not _is_within(_ROOT, entry) and not _is_within(entry, _SCRATCH):
+        # the repository root and its ancestors: only shared/ and papers/; other entries below /tmp: hidden
+        if not _is_within(_ROOT, entry) and not _is_within(entry, "/tmp"):
             wanted.append(entry)
     chosen: list[str] = []
     for path in sorted({os.path.abspath(p) for p in wanted if p}, key=len):
@@ -246,6 +247,13 @@ def _visible_paths(sys_path: Iterable[str]) -> list[str]:
                 and not any(_is_within(path, s) for s in _SYSTEM_PATHS):
             chosen.append(path)
     return chosen
+
+
+def scratch_dir(visible: Iterable[str]) -> str:
+    """Where the scratch tmpfs is mounted: ``/tmp``, unless a path the sandbox must see (the repository's code, the
+    Python installation, the virtual environment) lies under /tmp; then ``/scratch``, and /tmp holds only those
+    paths, read-only (TMPDIR, HOME and the working directory always point at the scratch)."""
+    return _SCRATCH_ALT if any(_is_within(p, "/tmp") for p in visible) else _SCRATCH
 
 
 def _data_fd(text: str) -> int:
@@ -258,7 +266,9 @@ def _data_fd(text: str) -> int:
 def _bwrap_command(bwrap: str, sys_path: Iterable[str], scratch_mb: int, boot: list[str],
                    root_caller: bool, uid: int, gid: int) -> tuple[list[str], list[int]]:
     """The bwrap command line that runs ``boot`` (a Python command) in the sandbox, and the fds it reads."""
-    passwd = _data_fd(f"sandbox:x:{uid}:{gid}:model-generated code:{_SCRATCH}:/usr/sbin/nologin\n")
+    visible = _visible_paths(sys_path)
+    scratch = scratch_dir(visible)
+    passwd = _data_fd(f"sandbox:x:{uid}:{gid}:model-generated code:{scratch}:/usr/sbin/nologin\n")
     group = _data_fd(f"sandbox:x:{gid}:\n")
     argv = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
             "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
@@ -267,7 +277,7 @@ def _bwrap_command(bwrap: str, sys_path: Iterable[str], scratch_mb: int, boot: l
     else:
         argv += ["--unshare-user", "--uid", str(uid), "--gid", str(gid), "--disable-userns"]
     argv += ["--clearenv", "--setenv", "PATH", _CHILD_PATH, "--setenv", "LANG", "C.UTF-8",
-             "--setenv", "HOME", _SCRATCH, "--setenv", "TMPDIR", _SCRATCH, "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
+             "--setenv", "HOME", scratch, "--setenv", "TMPDIR", scratch, "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
     for name, value in _THREADS_ENV.items():
         argv += ["--setenv", name, value]
     argv += ["--perms", "0755", "--dir", "/etc"]
@@ -279,7 +289,7 @@ def _bwrap_command(bwrap: str, sys_path: Iterable[str], scratch_mb: int, boot: l
     argv += ["--perms", "0644", "--ro-bind-data", str(passwd), "/etc/passwd",
              "--perms", "0644", "--ro-bind-data", str(group), "/etc/group"]
     made: set[str] = set()
-    for path in _visible_paths(sys_path):
+    for path in visible:
         parents = [str(p) for p in reversed(Path(path).parents) if str(p) != os.sep]
         for parent in parents:  # bwrap would create them 0700, unreadable to the dropped uid
             if parent not in made:
@@ -287,8 +297,8 @@ def _bwrap_command(bwrap: str, sys_path: Iterable[str], scratch_mb: int, boot: l
                 argv += ["--perms", "0755", "--dir", parent]
         argv += ["--ro-bind", path, path]
     argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(scratch_mb << 20),
-             "--tmpfs", _SCRATCH, "--perms", "1777", "--size", str(_IO_MB << 20), "--tmpfs", _IO_DIR,
-             "--remount-ro", "/", "--chdir", _SCRATCH, "--", *boot]
+             "--tmpfs", scratch, "--perms", "1777", "--size", str(_IO_MB << 20), "--tmpfs", _IO_DIR,
+             "--remount-ro", "/", "--chdir", scratch, "--", *boot]
     return argv, [passwd, group]
 
 
@@ -426,7 +436,8 @@ class Sandbox:
                 os.close(fd)
         try:
             _send(self._proc.stdin.fileno(), {"sys_path": [p for p in sys.path if p], "preload": list(self.preload),
-                                              "scratch_root": self.scratch_root, "confined": self.confined})
+                                              "scratch_root": self.scratch_root, "confined": self.confined,
+                                              "scratch": scratch_dir(_visible_paths(sys.path))})
             reply = _receive(self._proc.stdout.fileno(), time.monotonic() + 600)
         except (TimeoutError, OSError, ValueError):
             reply = None
@@ -657,7 +668,7 @@ def _zygote_main() -> None:
         libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         if init["confined"]:
             _check_confinement()
-            base, io_base = _SCRATCH, _IO_DIR
+            base, io_base = init.get("scratch", _SCRATCH), _IO_DIR
         else:
             base = tempfile.mkdtemp(prefix="repro-sandbox-", dir=init["scratch_root"] or tempfile.gettempdir())
             io_base = base

@@ -13,6 +13,7 @@ import os
 import shutil
 import socket
 import stat
+import sys
 import tempfile
 import threading
 import time
@@ -431,7 +432,8 @@ def test_another_sandboxs_scratch_is_invisible(box):
         spied = _run(box, spy, timeout_s=20)
         thread.join()
         written = writer_result["r"]
-        assert written.ok and written.stdout.startswith("/tmp/")
+        scratch = sandbox_module.scratch_dir(sandbox_module._visible_paths(sys.path))
+        assert written.ok and written.stdout.startswith(scratch + "/")
         assert "scratch-secret-77ab" not in spied.stdout + spied.stderr
         assert "mine.txt" not in spied.stdout
         later = _run(other, f"attempt('again', lambda: open({written.stdout.strip()!r}).read())")
