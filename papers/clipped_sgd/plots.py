@@ -16,8 +16,9 @@ from shared.results import atomic_write_text, read_metrics, read_tidy
 
 __all__ = ["make_figures", "LABELS"]
 
-METHODS = ("sgd", "clip_sgd", "sgd_predicted", "erm", "clipped", "ls", "huber")
+METHODS = ("sgd", "clip_sgd", "sgd_predicted", "erm", "clipped", "ls", "huber", "avg", "sgd_tuned", "avg_tuned")
 LABELS = {"sgd": "SGD", "clip_sgd": "Clip-SGD", "sgd_predicted": "SGD, predicted (first order)",
+          "avg": "averaged SGD", "sgd_tuned": "SGD, tuned step", "avg_tuned": "averaged SGD, tuned step",
           "erm": r"ERM $(\bar x - x^*)^2$", "clipped": r"clipped fixed point $(x_\lambda - x^*)^2$",
           "ls": r"least squares $\|x_S - x^*\|^2$", "huber": "HuberRegressor"}
 COLORS = method_colors(METHODS)
@@ -138,6 +139,30 @@ def _generalization(results: Path, out: Path) -> None:
     save_figure(fig, out / "generalization.png")
 
 
+def _section4(results: Path, out: Path) -> None:
+    """Median over datasets (IQR bars) of the mean over runs of ||x_T - x_S||^2 against N, one panel per alpha."""
+    frame = read_tidy(results / "section4" / "results.csv")
+    metrics = read_metrics(results / "section4" / "metrics.json")
+    alphas = sorted(frame["alpha"].unique())
+    fig, axes = new_figure(ncols=len(alphas), width=3.3, height=3.1)
+    colors = {**COLORS, "clip": COLORS["clip_sgd"]}
+    for ax, alpha in zip(axes[0], alphas):
+        sub = frame[frame["alpha"] == alpha]
+        for method in ("sgd", "avg", "sgd_tuned", "avg_tuned", "clip"):
+            s = _summary(sub[sub["method"] == method], "n_samples")
+            _errorbar(ax, s, color=colors[method], label=LABELS.get(method, "Clip-SGD"),
+                      linestyle="--" if method.startswith("avg") else "-", markersize=3)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("N")
+        ax.set_title(rf"$\alpha$ = {alpha:g}", fontsize=9)
+    axes[0, 0].set_ylabel(r"$E_{alg}\|x_T - x_S\|^2$ (median, IQR)")
+    axes[0, 0].legend(fontsize=6)
+    fig.suptitle(rf"Section 4: $f = x^2/2 + \xi x$, $\xi = {metrics['noise_scale']:g}\,t_\alpha$, "
+                 rf"T = {metrics['n_steps']}, {metrics['n_runs']} runs per dataset", fontsize=9)
+    save_figure(fig, out / "section4.png")
+
+
 def _performance_table(results: Path, out: Path) -> None:
     base = results / "performance"
     perf = read_metrics(base / "metrics.json")
@@ -169,7 +194,7 @@ def make_figures(results_dir, out_dir, scale: str) -> None:
     results, out = Path(results_dir), Path(out_dir)
     for name, fn in (("moment_scaling", _moment_scaling), ("sgd_vs_clip", _sgd_vs_clip),
                      ("schedules", _schedules), ("generalization", _generalization),
-                     ("performance", _performance_table)):
+                     ("section4", _section4), ("performance", _performance_table)):
         if (results / name / "metrics.json").exists():
             fn(results, out)
 

@@ -19,9 +19,9 @@ import numpy as np
 
 from shared.oracles import sample_noise
 
-__all__ = ["FiniteSumProblem", "make_problem", "PROBLEM_KINDS"]
+__all__ = ["FiniteSumProblem", "make_problem", "draw_noise", "diabetes_design", "PROBLEM_KINDS"]
 
-PROBLEM_KINDS = ("least_squares", "mean", "least_squares_synthetic", "mean_synthetic")
+PROBLEM_KINDS = ("least_squares", "mean", "least_squares_synthetic", "mean_synthetic", "least_squares_diabetes")
 
 
 @dataclass(frozen=True)
@@ -172,6 +172,11 @@ def make_problem(kind: str, **params) -> FiniteSumProblem:
         ``tail_index`` (Breiman's lemma);
         ``"mean_synthetic"`` with ``n_samples``, ``tail_index``, ``dim=1``, ``seed``: ``xi = Student-t(tail_index)``
         of shape (N,) (dim 1) or (N, dim); ``x_pop = 0``, ``x_erm`` = the sample mean.
+        ``"least_squares_diabetes"`` with ``n_samples``, ``tail_index``, ``seed``: real features, ``N`` rows drawn
+        with replacement from the standardised diabetes design (:func:`diabetes_design`), then ``eps``;
+        ``b = A x_true + eps`` with ``x_true`` the coefficients fitted on the real target, ``x_pop = x_true``.
+        The synthetic kinds take ``noise="student_t"`` (default) or ``"gaussian"``: standard normal noise in
+        place of the Student-t draw, the light-tailed control (same draw order).
 
     Raises
     ------
@@ -182,8 +187,9 @@ def make_problem(kind: str, **params) -> FiniteSumProblem:
     if kind not in PROBLEM_KINDS:
         raise ValueError(f"kind must be one of {list(PROBLEM_KINDS)}, got {kind!r}")
     allowed = {"least_squares": {"features", "targets"}, "mean": {"samples"},
-               "least_squares_synthetic": {"n_samples", "tail_index", "dim", "seed"},
-               "mean_synthetic": {"n_samples", "tail_index", "dim", "seed"}}[kind]
+               "least_squares_synthetic": {"n_samples", "tail_index", "dim", "seed", "noise"},
+               "mean_synthetic": {"n_samples", "tail_index", "dim", "seed", "noise"},
+               "least_squares_diabetes": {"n_samples", "tail_index", "seed", "noise"}}[kind]
     unknown = set(params) - allowed
     if unknown:
         raise ValueError(f"unknown parameters {sorted(unknown)} for kind {kind!r}; allowed: {sorted(allowed)}")
@@ -197,10 +203,39 @@ def make_problem(kind: str, **params) -> FiniteSumProblem:
     n = _check_int(params["n_samples"], "n_samples", 2)
     alpha = _check_tail_index(params["tail_index"])
     d = _check_int(params.get("dim", 10 if kind == "least_squares_synthetic" else 1), "dim", 1)
+    noise = params.get("noise", "student_t")
     rng = _rng(params.get("seed"))
+    if kind == "least_squares_diabetes":
+        X, x_true = diabetes_design()
+        A = X[rng.integers(0, X.shape[0], n)]
+        eps = draw_noise(rng, n, noise, alpha)
+        return _least_squares(A, A @ x_true + eps, x_pop=x_true)
     if kind == "least_squares_synthetic":
         A = rng.standard_normal((n, d))
-        eps = sample_noise(rng, n, "student_t", tail_index=alpha)
+        eps = draw_noise(rng, n, noise, alpha)
         return _least_squares(A, A @ np.ones(d) + eps, x_pop=np.ones(d))
-    xi = sample_noise(rng, n if d == 1 else (n, d), "student_t", tail_index=alpha)
+    xi = draw_noise(rng, n if d == 1 else (n, d), noise, alpha)
     return _mean(xi, x_pop=np.zeros(d))
+
+
+def diabetes_design():
+    """The real features of scikit-learn's bundled diabetes data (442 patients, 10 features, shipped with the
+    package, no download), each column standardised to mean 0 and variance 1, and the least-squares coefficients
+    of the standardised target on them: ``(X (442, 10), x_true (10,))``."""
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    y = (y - y.mean()) / y.std()
+    return X, np.linalg.lstsq(X, y, rcond=None)[0]
+
+
+def draw_noise(rng: np.random.Generator, size, noise: str, tail_index: float, scale: float = 1.0) -> np.ndarray:
+    """One draw of the data noise: ``"student_t"`` (raw Student-t with df = ``tail_index``, the heavy-tailed
+    data of the paper) or ``"gaussian"`` (the light-tailed control: standard normal, ``tail_index`` unused),
+    times ``scale``; one generator call through :func:`shared.oracles.sample_noise`."""
+    if noise == "student_t":
+        return sample_noise(rng, size, "student_t", scale=scale, tail_index=tail_index)
+    if noise == "gaussian":
+        return sample_noise(rng, size, "gaussian", scale=scale)
+    raise ValueError(f"noise must be 'student_t' or 'gaussian', got {noise!r}")

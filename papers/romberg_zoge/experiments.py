@@ -27,6 +27,7 @@ from papers.romberg_zoge.estimator import (gaussian_smoothing_fixed_point, kerne
                                            romberg_weights_exact, romberg_zoge)
 from papers.romberg_zoge.optim import zo_sgd
 from papers.romberg_zoge.problems import (BreastCancerLogistic, ExponentialSeparable, LogisticTest, MinibatchLoss,
+                                          QuadraticSeparable,
                                           PromptTuning, RISProblem, StyblinskiTang, fit_frozen_model, load_frozen_model,
                                           power_sum, power_sum_gradient)
 
@@ -70,7 +71,17 @@ def _bias_orders(params, rows):
         residual[f"R{R}"] = res
         slopes[f"R{R}"] = loglog_slope(radii, res)
     margins = [slopes[f"R{R}"] - (2 * R + 2) for R in params["claim_levels"]]
-    return {"radii": radii, "residual": residual, "slope": slopes, "slope_margin_min": float(min(margins))}
+    # control: the same radii r/2^k averaged with equal weights (no extrapolation), which keeps the O(r^2) term
+    uniform = {}
+    for R in params["claim_levels"]:
+        res = []
+        for r in radii:
+            est = np.mean([romberg_zoge(f, f.x0, U, r / 2.0 ** k, 0, average=False) for k in range(R + 1)], axis=0)
+            res.append(float(np.linalg.norm(est - target, axis=1).mean()))
+        uniform[f"R{R}"] = loglog_slope(radii, res)
+    return {"radii": radii, "residual": residual, "slope": slopes, "slope_margin_min": float(min(margins)),
+            "control": {"uniform_weights": {"slope": uniform, "slope_margin_min": float(min(
+                uniform[f"R{R}"] - (2 * R + 2) for R in params["claim_levels"]))}}}
 
 
 def _exactness(params):
@@ -170,10 +181,11 @@ def exponential(params: dict, ctx: RunContext):
     f = ExponentialSeparable(int(params["dim"]))
     T, r, every = int(params["iterations"]), float(params["radius"]), int(params["record_every"])
     seeds = list(params["seeds"])
-    rows, metrics, arrays = [], {}, {}
+    rows, metrics, arrays, per_seed_norms = [], {}, {}, {}
     for spec in params["methods"]:
         name, method, level, Q = spec["name"], spec["method"], int(spec.get("level", 0)), int(spec["Q"])
         offsets, norms, traces, diverged = [], [], [], None
+        per_seed_norms[name] = norms
         for s in seeds:
             try:
                 out = zo_sgd(f, np.zeros(f.dim), method=method, level=level, radius=r, evals_per_step=Q,
@@ -213,6 +225,19 @@ def exponential(params: dict, ctx: RunContext):
     base, cmp_ = params["ratio_pair"]
     if not metrics[base].get("diverged") and not metrics[cmp_].get("diverged"):
         metrics["norm_ratio"] = metrics[cmp_]["offset_norm"] / metrics[base]["offset_norm"]
+        metrics["samples"] = {"norm_ratio": [a / b for a, b in zip(per_seed_norms[cmp_], per_seed_norms[base])]}
+    if params.get("control_quadratic"):
+        # control: the quadratic with the same minimiser c, where central differences are exact (no bias to remove)
+        q = QuadraticSeparable(int(params["dim"]))
+        norms_q = {}
+        for name in (base, cmp_):
+            spec = next(m for m in params["methods"] if m["name"] == name)
+            norms_q[name] = [float(np.linalg.norm(zo_sgd(
+                q, np.zeros(q.dim), method=spec["method"], level=int(spec.get("level", 0)), radius=r,
+                evals_per_step=int(spec["Q"]), iterations=T, lr=float(params["lr"]), lr_t0=float(params["lr_t0"]),
+                lr_power=float(params["lr_power"]), seed=seeding.generator(ctx.seed, "quadratic", name, str(s)))["x_avg"]
+                - q.c)) for s in seeds]
+        metrics["control"] = {"quadratic": {"norm_ratio": [a / b for a, b in zip(norms_q[cmp_], norms_q[base])]}}
     write_arrays(ctx.out_dir / "traces.npz", **arrays)
     return rows, {"z5": metrics}
 
@@ -241,7 +266,7 @@ def benchmarks(params: dict, ctx: RunContext):
     fixed points (the minimiser of sum_k w_k f_{h_k}, f_h the Gaussian smoothing):
     logistic regression on the standardised breast-cancer data (d = 30; smoothed minimisers by Gauss-Hermite
     quadrature and L-BFGS-B) and Styblinski-Tang (d = 20; closed-form fixed points, exact for R >= 1)."""
-    rows, metrics, arrays = [], {}, {}
+    rows, metrics, arrays, per_seed = [], {}, {}, {}
     every = int(params["record_every"])
 
     bp = params["breast_cancer"]
@@ -255,6 +280,7 @@ def benchmarks(params: dict, ctx: RunContext):
         x_fp = bc.smoothed_minimiser(radii, romberg_weights(level), x0=x_star)
         runs = _run_seeds(bc, np.zeros(bc.dim), spec, bp, ctx, "breast_cancer", every)
         to_star = [float(np.linalg.norm(o["x_avg"] - x_star)) for o in runs]
+        per_seed.setdefault("bc", {})[name] = to_star
         to_fp = [float(np.linalg.norm(o["x_avg"] - x_fp)) for o in runs]
         for s, a, b in zip(bp["seeds"], to_star, to_fp):
             rows.append(_row(name, s, int(bp["iterations"]), "dist_to_optimum", a, problem="breast_cancer"))
@@ -271,6 +297,15 @@ def benchmarks(params: dict, ctx: RunContext):
         ctx.log(f"breast cancer {name}: |xbar - x*| {m:.4f}, |xbar - x_fp| {mf:.4f}")
     base, cmp_ = bp["ratio_pair"]
     ms = out["methods"]
+    out["samples"] = {"ratio_to_optimum": [a / b for a, b in zip(per_seed["bc"][cmp_], per_seed["bc"][base])]}
+    if "control_radius" in bp:   # control: a radius so small that the smoothing bias is negligible
+        ctrl = {}
+        for spec in bp["methods"]:
+            cp = dict(bp, radius=float(bp["control_radius"]))
+            ctrl[spec["name"]] = [float(np.linalg.norm(o["x_avg"] - x_star))
+                                  for o in _run_seeds(bc, np.zeros(bc.dim), spec, cp, ctx, "breast_cancer_control", 0)]
+        out["control"] = {"small_radius": {"radius": float(bp["control_radius"]), "ratio_to_optimum": [
+            a / b for a, b in zip(ctrl[cmp_], ctrl[base])]}}
     out["ratio_to_optimum"] = ms[cmp_]["dist_to_optimum"] / ms[base]["dist_to_optimum"]
     out["fixed_point_ratio"] = ms[cmp_]["fixed_point_dist_to_optimum"] / ms[base]["fixed_point_dist_to_optimum"]
     out["max_rel_dist_to_fixed_point"] = max(v["dist_to_fixed_point"] for v in ms.values()) / \
@@ -286,7 +321,8 @@ def benchmarks(params: dict, ctx: RunContext):
         name, method, level, Q = _method_fixed_points(spec)
         analytic = st.fixed_point(r, level)
         runs = _run_seeds(st, np.full(st.dim, float(sp["x0"])), spec, sp, ctx, "styblinski_tang", every)
-        offsets = [float(np.mean(o["x_avg"] - x_star)) for o in runs]
+        offsets = [_basin_offset(o["x_avg"], x_star) for o in runs]
+        per_seed.setdefault("st", {})[name] = offsets
         for s, v in zip(sp["seeds"], offsets):
             rows.append(_row(name, s, int(sp["iterations"]), "offset_mean", v, problem="styblinski_tang"))
         m, se = mean_and_se(offsets)
@@ -300,10 +336,28 @@ def benchmarks(params: dict, ctx: RunContext):
     base, cmp_ = sp["ratio_pair"]
     ms = out["methods"]
     out["offset_ratio"] = abs(ms[cmp_]["offset_mean"]) / abs(ms[base]["offset_mean"])
+    out["samples"] = {"offset_ratio": [abs(a) / abs(b) for a, b in zip(per_seed["st"][cmp_], per_seed["st"][base])]}
+    if "control_radius" in sp:
+        ctrl = {}
+        for spec in sp["methods"]:
+            cp = dict(sp, radius=float(sp["control_radius"]))
+            ctrl[spec["name"]] = [_basin_offset(o["x_avg"], x_star) for o in _run_seeds(
+                st, np.full(st.dim, float(sp["x0"])), spec, cp, ctx, "styblinski_tang_control", 0)]
+        out["control"] = {"small_radius": {"radius": float(sp["control_radius"]), "offset_ratio": [
+            abs(a) / abs(b) for a, b in zip(ctrl[cmp_], ctrl[base])]}}
     out["max_abs_error_vs_analytic"] = max(abs(v["error_vs_analytic"]) for v in ms.values())
     metrics["styblinski_tang"] = out
     write_arrays(ctx.out_dir / "traces.npz", **arrays)
     return rows, metrics
+
+
+def _basin_offset(x, x_star, boundary: float = 0.157) -> float:
+    """Mean offset x_i - x* over the coordinates that stayed in the start's basin (x_i below the local maximum
+    of the Styblinski-Tang coordinate function at about 0.157): the fixed points are those of that basin, and a
+    coordinate that crossed to the other minimum (counted in ``coordinates_in_other_basin``) is left out."""
+    x = np.asarray(x, dtype=float)
+    kept = x[x < boundary]
+    return float(np.mean(kept - x_star)) if kept.size else float("nan")
 
 
 # ------------------------------------------------------------------------------------------------------ RIS
@@ -322,7 +376,7 @@ def ris(params: dict, ctx: RunContext):
         problems[s] = RISProblem.from_seed(n, int(params["channel_seed_offset"]) + s, phase_model=params["phase_model"])
         refs[s] = problems[s].reference_optimum(starts=int(params["reference_starts"]))[1]
     ctx.log(f"reference optima for {len(seeds)} channels")
-    rows, gaps = [], {}
+    rows, gaps, per_seed = [], {}, {}
     for oracle, pilots in params["oracles"].items():
         for spec in params["methods"]:
             name, method, level = spec["name"], spec["method"], int(spec.get("level", 0))
@@ -343,6 +397,7 @@ def ris(params: dict, ctx: RunContext):
                 key = f"r{r:g}"
                 gaps.setdefault(oracle, {}).setdefault(name, {})[key] = {
                     "last": _quartiles(last), "avg": _quartiles(avg)}
+                per_seed[(oracle, name, r)] = last
             by_r = gaps[oracle][name]
             best = min(by_r, key=lambda k: by_r[k]["last"]["median"])
             by_r["best"] = {"radius": best, "median": by_r[best]["last"]["median"]}
@@ -354,9 +409,40 @@ def ris(params: dict, ctx: RunContext):
         large = f"r{max(radii):g}"
         summary[oracle]["largest_r_ratio_R1_over_2pt"] = (gaps[oracle]["romberg_R1"][large]["last"]["median"]
                                                           / gaps[oracle]["two_point"][large]["last"]["median"])
+    rmax = max(radii)
+    samples = {oracle: {"log_ratio_largest_r": _log_ratios(per_seed[(oracle, "romberg_R1", rmax)],
+                                                           per_seed[(oracle, "two_point", rmax)])}
+               for oracle in params["oracles"]}
     metrics = {"gap": gaps, "summary": summary, "reference_rate": {str(s): refs[s] for s in seeds},
-               "radii": radii}
+               "radii": radii, "samples": samples}
+    if params.get("control_ideal"):
+        metrics["control"] = {"ideal_phase": {"log_ratio_largest_r": _ris_ideal_control(params, rmax)}}
     return rows, metrics
+
+
+def _log_ratios(num, den, floor: float = 1e-9) -> list:
+    """Per-seed log(num / den) of relative gaps, each floored at ``floor`` (a gap can reach 0 or just below)."""
+    return [math.log(max(a, floor) / max(b, floor)) for a, b in zip(num, den)]
+
+
+def _ris_ideal_control(params, r) -> list:
+    """Control of the large-radius RIS claim: the ideal phase model (beta = 1), exact oracle, radius r. Gaussian
+    smoothing multiplies every reflected term by the same factor, so the smoothed objective has the exact
+    maximiser and bias reduction has nothing to remove. Per seed, log(gap of Romberg R = 1 / gap of two-point)."""
+    n, T, Q, lr = int(params["n_elements"]), int(params["iterations"]), int(params["Q"]), float(params["lr"])
+    problems = {s: RISProblem.from_seed(n, int(params["channel_seed_offset"]) + s, phase_model="ideal")
+                for s in params["seeds"]}
+    refs = {s: P.reference_optimum(starts=int(params["reference_starts"]))[1] for s, P in problems.items()}
+    gaps = {}
+    for spec in params["methods"]:
+        name, method, level = spec["name"], spec["method"], int(spec.get("level", 0))
+        for s, P in problems.items():
+            g_theta, g_dir, _ = seeding.spawn(s, 3)
+            out = zo_sgd(P.objective, g_theta.uniform(0.0, 2 * math.pi, n), method=method, level=level, radius=r,
+                         evals_per_step=Q, iterations=T, lr=lr, lr_t0=float(params["lr_t0"]),
+                         lr_power=float(params["lr_power"]), seed=g_dir)
+            gaps.setdefault(name, []).append((refs[s] - P.rate(out["x_last"])) / refs[s])
+    return _log_ratios(gaps["romberg_R1"], gaps["two_point"])
 
 
 # --------------------------------------------------------------------------------------------------- prompt
@@ -427,7 +513,7 @@ def prompt(params: dict, ctx: RunContext):
     T, Q, every = int(params["iterations"]), int(params["Q"]), int(params["record_every"])
     seeds, radii = list(params["seeds"]), [float(r) for r in params["radii"]]
     z0 = np.zeros(problem.dim)
-    rows, acc, arrays = [], {}, {}
+    rows, acc, arrays, per_seed = [], {}, {}, {}
     base_acc = float(problem.accuracy(z0)[0])
     for spec in params["methods"]:
         name, method, level = spec["name"], spec["method"], int(spec.get("level", 0))
@@ -445,6 +531,7 @@ def prompt(params: dict, ctx: RunContext):
                 rows.append(_row(name, s, T, "test_accuracy_last", last[-1], radius=r))
                 rows.append(_row(name, s, T, "test_accuracy_avg", avg[-1], radius=r))
             key = f"r{r:g}"
+            per_seed[(name, r)] = last
             m, se = mean_and_se(last)
             ma, sea = mean_and_se(avg)
             acc.setdefault(name, {})[key] = {"last": m, "last_se": se, "avg": ma, "avg_se": sea}
@@ -457,6 +544,9 @@ def prompt(params: dict, ctx: RunContext):
     summary = {"largest_r_diff_R1_minus_2pt": acc["romberg_R1"][large]["last"] - acc["two_point"][large]["last"],
                "largest_r_diff_se": math.hypot(acc["romberg_R1"][large]["last_se"], acc["two_point"][large]["last_se"]),
                "best_diff_R1_minus_2pt": acc["romberg_R1"]["best"]["accuracy"] - acc["two_point"]["best"]["accuracy"]}
+    summary["diff_R1_minus_2pt_per_seed"] = {
+        "r" + f"{r:g}".replace(".", "p"): [a - b for a, b in zip(per_seed[("romberg_R1", r)],
+                                                                  per_seed[("two_point", r)])] for r in radii}
     write_arrays(ctx.out_dir / "curves.npz", **arrays)
     metrics = {"accuracy": acc, "summary": summary, "baseline_accuracy_z0": 100 * base_acc,
                "train_size": int(problem.y_train.size), "test_size": int(problem.y_test.size)}
@@ -624,9 +714,10 @@ def performance(params: dict, ctx: RunContext):
     return rows, {"performance": metrics}
 
 
+from papers.romberg_zoge.tuning import radius_map, tuned  # noqa: E402  (they reuse _cma_run above)
+
 EXPERIMENTS = {"estimator": estimator, "exponential": exponential, "benchmarks": benchmarks, "ris": ris,
-               "prompt": prompt,
-               "performance": performance}
+               "prompt": prompt, "radius_map": radius_map, "tuned": tuned, "performance": performance}
 
 if __name__ == "__main__":
     main(EXPERIMENTS)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ExponentialSeparable", "LogisticTest", "power_sum", "power_sum_gradient", "BreastCancerLogistic",
+__all__ = ["ExponentialSeparable", "QuadraticSeparable", "LogisticTest", "power_sum", "power_sum_gradient", "BreastCancerLogistic",
            "StyblinskiTang", "RISProblem",
            "PHASE_MODELS", "PromptTuning", "MinibatchLoss", "fit_frozen_model", "save_frozen_model",
            "load_frozen_model"]
@@ -53,6 +53,27 @@ class ExponentialSeparable:
 
     def gradient(self, x) -> np.ndarray:
         return np.exp(np.asarray(x, dtype=float) - self.c) - 1.0
+
+
+@dataclass
+class QuadraticSeparable:
+    """``f(x) = sum_i (x_i - c_i)^2 / 2`` with the exponential's ``c``: a control without smoothing bias (central
+    differences of a quadratic are exact at every radius, so bias reduction has nothing to remove)."""
+
+    dim: int = 50
+    c: np.ndarray = field(init=False)
+
+    def __post_init__(self):
+        if self.dim < 1:
+            raise ValueError(f"dim must be >= 1, got {self.dim}")
+        self.c = np.linspace(-1.0, 1.0, self.dim)
+
+    def __call__(self, X) -> np.ndarray:
+        z = _as_points(X, self.dim) - self.c
+        return 0.5 * (z * z).sum(axis=1)
+
+    def gradient(self, x) -> np.ndarray:
+        return np.asarray(x, dtype=float) - self.c
 
 
 @dataclass
