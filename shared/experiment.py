@@ -97,15 +97,15 @@ def run_experiment(experiments: Mapping[str, ExperimentFn], name: str, config_pa
     _pin_threads(entry.get("resources", {}).get("threads", 1))
     ctx = RunContext(name=name, scale=scale, seed=config["seed"], out_dir=out_dir,
                      paper=Path(config_path).resolve().parent.name)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     rows, metrics = experiments[name](dict(entry["params"]), ctx)
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     metrics_text = results.metrics_json(metrics)  # refuses NaN/Inf before anything is written
     results.write_tidy(rows, out_dir / "results.csv")
     if "shared.solvers" in sys.modules and sys.modules["shared.solvers"].backend_counts():
         ctx.extra.setdefault("solvers", sys.modules["shared.solvers"].backend_counts())
     record = provenance.collect(experiment=name, scale=scale, seed=config["seed"], params=entry["params"],
-                                wall_s=round(wall, 3), **ctx.extra)
+                                wall_s=round(wall, 3), cpu_s=round(cpu, 3), **ctx.extra)
     results.write_metrics(record, out_dir / "provenance.json")
     results.atomic_write_text(out_dir / "metrics.json", metrics_text)  # last: its presence means completion
     ctx.log(f"done in {wall:.1f} s -> {out_dir}")
