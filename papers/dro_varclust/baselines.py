@@ -8,8 +8,8 @@ from papers.dro_varclust.cluster import affinity_from_coefficients, check_K, spe
 from papers.dro_varclust.data import check_design, normalize_design
 
 __all__ = ["LASSO_GRID", "kmeans_variables", "corr_spectral", "ridge_coefficients", "ridge_nodewise",
-           "lasso_coefficients", "lasso_cv_nodewise", "cord_matrix", "cord_acc", "mfc", "kmedoids_corr",
-           "BASELINES"]
+           "lasso_coefficients", "lasso_cv_nodewise", "ssc_omp_coefficients", "ssc_omp", "ensc_coefficients", "ensc",
+           "cord_matrix", "cord_acc", "mfc", "kmedoids_corr", "BASELINES"]
 
 LASSO_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 
@@ -111,6 +111,50 @@ def lasso_cv_nodewise(X, K: int, lams=LASSO_GRID, n_folds: int = 3, return_detai
     if return_details:
         return labels, {"lam_cv": float(lams[best]), "lam": float(lams[chosen]), "cv_scores": scores, "B": B}
     return labels
+
+
+def ssc_omp_coefficients(X, k_max: int = 10) -> np.ndarray:
+    r"""SSC by orthogonal matching pursuit (You, Robinson & Vidal, CVPR 2016): column j of C greedily expresses
+    x_j with at most ``k_max`` other columns (sklearn's ``orthogonal_mp``), :math:`c_{jj} = 0`."""
+    from sklearn.linear_model import orthogonal_mp
+
+    X = check_design(X)
+    n, p = X.shape
+    k = int(min(k_max, n - 1, p - 1))
+    C = np.zeros((p, p))
+    for j in range(p):
+        others = np.delete(np.arange(p), j)
+        C[others, j] = orthogonal_mp(X[:, others], X[:, j], n_nonzero_coefs=k)
+    return C
+
+
+def ssc_omp(X, K: int, k_max: int = 10) -> np.ndarray:
+    """SSC-OMP then the spectral step on |C| + |C|^T; ``k_max`` = 10 is our choice (not tuned)."""
+    X, K = _prepare(X, K)
+    return spectral_labels(affinity_from_coefficients(ssc_omp_coefficients(X, k_max)), K)
+
+
+def ensc_coefficients(X, lam: float = 0.9, gamma: float = 50.0) -> np.ndarray:
+    r"""Elastic-net subspace clustering (You, Li, Robinson & Vidal, CVPR 2016): column j solves
+    :math:`\min_c \lambda\|c\|_1 + \tfrac{1-\lambda}{2}\|c\|_2^2 + \tfrac\gamma2\|x_j - Xc\|_2^2`, :math:`c_j = 0`,
+    by sklearn's ``ElasticNet`` with alpha = 1 / (gamma n) and l1_ratio = lambda (the same objective divided by
+    gamma n)."""
+    from sklearn.linear_model import ElasticNet
+
+    X = check_design(X)
+    n, p = X.shape
+    model = ElasticNet(alpha=1.0 / (gamma * n), l1_ratio=lam, fit_intercept=False, max_iter=10000, tol=1e-6)
+    C = np.zeros((p, p))
+    for j in range(p):
+        others = np.delete(np.arange(p), j)
+        C[others, j] = model.fit(X[:, others], X[:, j]).coef_
+    return C
+
+
+def ensc(X, K: int, lam: float = 0.9, gamma: float = 50.0) -> np.ndarray:
+    """EnSC then the spectral step on |C| + |C|^T; (lambda, gamma) = (0.9, 50) are our choice (not tuned)."""
+    X, K = _prepare(X, K)
+    return spectral_labels(affinity_from_coefficients(ensc_coefficients(X, lam, gamma)), K)
 
 
 # --------------------------------------------------------------------------------------- full scale only
@@ -217,4 +261,5 @@ def kmedoids_corr(X, K: int):
 
 
 BASELINES = {"lasso_cv": lasso_cv_nodewise, "ridge": ridge_nodewise, "corr_spectral": corr_spectral,
-             "kmeans": kmeans_variables, "cord": cord_acc, "mfc": mfc, "kmedoids": kmedoids_corr}
+             "kmeans": kmeans_variables, "ssc_omp": ssc_omp, "ensc": ensc, "cord": cord_acc, "mfc": mfc,
+             "kmedoids": kmedoids_corr}

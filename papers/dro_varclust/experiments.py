@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from shared import seeding
 from shared.experiment import RunContext, main
 from shared.results import mean_and_se, read_arrays, write_arrays, write_metrics
 
@@ -24,7 +25,7 @@ from papers.dro_varclust.radius import dro_radius
 from papers.dro_varclust.solver import solve_dro_nodewise
 
 __all__ = ["EXPERIMENTS", "PUBLISHED", "synthetic_main", "alpha_ablation", "k_misspecified", "solver_check",
-           "performance", "rho_init_ablation", "scenario_sweeps", "digits"]
+           "performance", "main_probe", "rho_init_ablation", "scenario_sweeps", "digits"]
 
 # Release result tables (main config, seeds 2021-2030; admm_paper solver). Anchors, not targets.
 PUBLISHED = {
@@ -65,19 +66,57 @@ def _score_rows(rows, method, seed, scores, **extra):
 
 
 def _method_block(acc: dict, ami: dict) -> dict:
+    """Mean, s.e. and the per-seed lists (``acc_list``, ``ami_list``, in seed order) of one method."""
     a, m = _summary(acc.values()), _summary(ami.values())
     return {"mean_acc": a["mean"], "se_acc": a["se"], "mean_ami": m["mean"], "se_ami": m["se"],
-            "acc_by_seed": {str(s): v for s, v in acc.items()}}
+            "acc_by_seed": {str(s): v for s, v in acc.items()}, "acc_list": list(acc.values()),
+            "ami_list": list(ami.values())}
 
 
 def _paired_difference(a: dict, b: dict) -> dict:
+    """Per-seed differences a - b (``by_seed``, in a's seed order) with their mean and s.e."""
     d = [a[s] - b[s] for s in a]
-    return _summary(d)
+    return {**_summary(d), "by_seed": d}
 
 
-def _fit_dro(X, K, s, method, tol, warm=None, rho_init=1.0):
-    sol = solve_dro_nodewise(X, s, method=method, warm_start=warm, rho_init=rho_init, **tol)
-    return sol, spectral_labels(affinity_from_coefficients(sol.B), K)
+def random_affinity_generator(data_seed: int) -> np.random.Generator:
+    """The stream of the random-affinity control of one data seed (the same in every experiment)."""
+    return seeding.generator(int(data_seed), "random_affinity")
+
+
+def random_affinity_labels(p: int, K: int, rng: np.random.Generator) -> np.ndarray:
+    """Negative control: the spectral step on an uninformative affinity |G| + |G|^T, G with iid N(0, 1)
+    entries (no information about the variables), so that any score it reaches is the pipeline's floor."""
+    return spectral_labels(affinity_from_coefficients(rng.standard_normal((p, p))), K)
+
+
+def _fit_dro(X, K, s, method, tol, warm=None, rho_init=1.0, warm_state=None):
+    sol = solve_dro_nodewise(X, s, method=method, warm_start=None if warm_state else warm, rho_init=rho_init,
+                             warm_state=warm_state, **tol)
+    return sol, _labels_or_none(sol.B, K)
+
+
+def _labels_or_none(B, K):
+    """Spectral labels of |B| + |B|^T, or None when a variable has zero affinity (e.g. B = 0 for a radius so
+    large that no regression pays); such a run is scored as the all-in-one partition by :func:`_score`."""
+    W = affinity_from_coefficients(B)
+    if np.any(W.sum(axis=1) <= 0):
+        return None
+    return spectral_labels(W, K)
+
+
+def _score(y, labels):
+    """Scores of ``labels``; None (a degenerate affinity) scores as one cluster holding every variable."""
+    return clustering_scores(y, np.zeros_like(y) if labels is None else labels)
+
+
+MAIN_CONFIG = (250, 500, 25)
+
+
+def _is_main(params: dict) -> bool:
+    """True for the paper's main configuration (n, p, K) = (250, 500, 25) with the release's seeds 2021-2030."""
+    return (tuple(int(params[k]) for k in ("n", "p", "K")) == MAIN_CONFIG
+            and sorted(int(s) for s in params["seeds"]) == sorted(PUBLISHED["dro_acc_by_seed"]))
 
 
 # ------------------------------------------------------------------------------------------ synthetic_main
@@ -97,6 +136,7 @@ def synthetic_main(params: dict, ctx: RunContext):
     names = {"admm": "dro", "admm_paper": "dro_admm_paper"}
     acc, ami, rows, arrays, skipped = {}, {}, [], {}, []
     cpu = {m: 0.0 for m in [names[d] for d in dro_methods] + baselines}
+    controls = {}
     extra = {"sqrt_delta": {}, "objective": {}, "n_iter": {}}
     for seed in seeds:
         X, y = _data(params, seed)
@@ -107,13 +147,15 @@ def synthetic_main(params: dict, ctx: RunContext):
             start = time.process_time()
             sol, labels = _fit_dro(X, K, s, dm, tol)
             cpu[name] += time.process_time() - start
-            sc = clustering_scores(y, labels)
+            sc = _score(y, labels)
             acc.setdefault(name, {})[seed], ami.setdefault(name, {})[seed] = sc["accuracy"], sc["ami"]
             extra["objective"].setdefault(name, {})[str(seed)] = sol.objective
             extra["n_iter"].setdefault(name, {})[str(seed)] = sol.n_iter
             _score_rows(rows, name, seed, sc)
             if dm == "admm":
                 arrays[f"B_{seed}"] = sol.B
+                arrays.update({f"state_{seed}_{k}": np.asarray(v) for k, v in sol.state.items() if k != "C1"})
+                _controls(params, ctx, X, y, K, s, sol, tol, seed, controls, rows)
                 if seed == seeds[0]:
                     write_arrays(ctx.out_dir / "affinity_example.npz", W=affinity_from_coefficients(sol.B), labels=y,
                                  pred=labels, seed=np.array(seed))
@@ -139,6 +181,9 @@ def synthetic_main(params: dict, ctx: RunContext):
     if "dro_admm_paper" in acc:
         gaps = [(extra["objective"]["dro_admm_paper"][k] - v) / v for k, v in extra["objective"]["dro"].items()]
         metrics["solver"]["admm_paper_mean_rel_obj_gap"] = float(np.mean(gaps))
+    metrics["control"] = {name: _control_block(c, acc) for name, c in controls.items()}
+    metrics["main_config"] = _main_config_block(params, acc["dro"], ami["dro"],
+                                                controls.get("random_affinity", {}).get("acc"))
     metrics["skipped"] = sorted(set(skipped))
     metrics["config"] = {"n": int(params["n"]), "p": int(params["p"]), "K": K, "alpha": alpha, "n_sim": n_sim,
                          "seeds": seeds}
@@ -148,10 +193,52 @@ def synthetic_main(params: dict, ctx: RunContext):
     return rows, metrics
 
 
+def _controls(params, ctx, X, y, K, s, ref_sol, tol, seed, out, rows):
+    """Negative controls on one seed (``params["controls"]``): ``random_affinity`` (the spectral step on an
+    uninformative affinity) and ``radius_x<c>`` for each c in ``radius_scales`` (DRO with the radius s
+    deliberately multiplied by c, warm-started from the alpha = 0.05 solution ``ref_sol``)."""
+    names = list(params.get("controls", []))
+    if "random_affinity" in names:
+        sc = _score(y, random_affinity_labels(X.shape[1], K, random_affinity_generator(seed)))
+        out.setdefault("random_affinity", {"acc": {}, "ami": {}})
+        out["random_affinity"]["acc"][seed], out["random_affinity"]["ami"][seed] = sc["accuracy"], sc["ami"]
+        _score_rows(rows, "control_random_affinity", seed, sc)
+    for c in params.get("radius_scales", []):
+        _, labels = _fit_dro(X, K, s * float(c), "admm", tol, warm_state=ref_sol.state)
+        sc = _score(y, labels)
+        name = f"radius_x{key_of(c)}"
+        out.setdefault(name, {"acc": {}, "ami": {}})
+        out[name]["acc"][seed], out[name]["ami"][seed] = sc["accuracy"], sc["ami"]
+        _score_rows(rows, f"control_{name}", seed, sc)
+
+
+def _control_block(control: dict, acc: dict) -> dict:
+    """A control's per-seed lists and its paired differences with every other method (``minus_<method>``)."""
+    block = _method_block(control["acc"], control["ami"])
+    for m, values in acc.items():
+        block[f"minus_{m}"] = _paired_difference(control["acc"], values)
+    return block
+
+
+def _main_config_block(params: dict, acc: dict, ami: dict, control: dict | None = None) -> dict:
+    """Metrics that only exist at the paper's main configuration (else null, so that claims carrying the
+    paper's numbers are not evaluated elsewhere): per-seed accuracy and AMI, and ours minus published per seed."""
+    if not _is_main(params):
+        return {"acc_list": None, "ami_list": None, "acc_minus_published": None,
+                "control_minus_published": None}
+    out = {"acc_list": list(acc.values()), "ami_list": list(ami.values()),
+           "acc_minus_published": [acc[s] - PUBLISHED["dro_acc_by_seed"][s] for s in acc],
+           "control_minus_published": None}
+    if control is not None:
+        out["control_minus_published"] = [control[s] - PUBLISHED["dro_acc_by_seed"][s] for s in acc]
+    return out
+
+
 # ------------------------------------------------------------------------------- reference B (alpha = 0.05)
 def _reference(params: dict, ctx: RunContext) -> dict:
-    """B and s at the reference alpha for every seed: read from synthetic_main's coefficients.npz when it was
-    made with the same (n, p, K, alpha, n_sim) and seeds, else recomputed (same numbers, more time)."""
+    """(s, B, ADMM state) at the reference alpha for every seed: read from synthetic_main's coefficients.npz
+    when it was made with the same (n, p, K, alpha, n_sim) and seeds, else recomputed (same numbers, more time).
+    The state (C1, scaled duals, rho) warm-starts the solves at other radii."""
     seeds = [int(s) for s in params["seeds"]]
     alpha, n_sim = float(params.get("alpha", 0.05)), int(params.get("n_sim", 1000))
     config = np.array([params["n"], params["p"], params["K"], alpha, n_sim], dtype=float)
@@ -160,46 +247,84 @@ def _reference(params: dict, ctx: RunContext) -> dict:
         saved = read_arrays(path)
         if np.array_equal(saved["config"], config) and set(seeds) <= set(saved["seeds"].tolist()):
             ctx.log(f"reusing the alpha = {alpha} coefficients of {path.parent.name}")
-            return {s: (float(saved[f"s_{s}"]), saved[f"B_{s}"]) for s in seeds}
+            return {s: (float(saved[f"s_{s}"]), saved[f"B_{s}"],
+                        {"C1": saved[f"B_{s}"], "U1": saved[f"state_{s}_U1"], "U2": saved[f"state_{s}_U2"],
+                         "rho": float(saved[f"state_{s}_rho"])}) for s in seeds}
     ctx.log(f"computing the alpha = {alpha} coefficients")
     out = {}
     for seed in seeds:
         X, _ = _data(params, seed)
         s = dro_radius(X, alpha=alpha, n_sim=n_sim, seed=seed)
-        out[seed] = (s, solve_dro_nodewise(X, s, **_tol(params)).B)
+        sol = solve_dro_nodewise(X, s, **_tol(params))
+        out[seed] = (s, sol.B, sol.state)
     return out
 
 
 def alpha_ablation(params: dict, ctx: RunContext):
-    """Mean accuracy of DRO for each alpha in ``alphas`` (each solve warm-started from the reference B).
+    """Mean accuracy of DRO for each alpha in ``alphas`` (each solve warm-started from the reference solution,
+    primal and dual).
 
-    Metrics: ``by_alpha.<key>.{mean_acc, se_acc, mean_ami, mean_sqrt_delta}`` (key: 0.05 -> '0p05'),
-    ``acc_range`` = max - min of the mean accuracies.
+    Metrics: ``by_alpha.<key>.{mean_acc, se_acc, mean_ami, mean_sqrt_delta, acc_list}`` (key: 0.05 -> '0p05'),
+    ``acc_range`` = max - min of the mean accuracies, ``extremes`` = per-seed acc(max alpha) - acc(min alpha)
+    (``by_seed``, mean, se), ``radius_ratio_extremes`` = mean s at min alpha / at max alpha, and with
+    ``control_radius_scales`` the control ``control.radius_scaled.extremes`` (same difference between the radius
+    times max and times min of the scales).
     """
     ref = _reference(params, ctx)
     alphas = [float(a) for a in params["alphas"]]
     K, n_sim, tol = int(params["K"]), int(params.get("n_sim", 1000)), _tol(params)
     ref_alpha = float(params.get("alpha", 0.05))
-    rows, by_alpha = [], {}
+    rows, by_alpha, acc_all = [], {}, {}
     for a in alphas:
         acc, ami, radii = {}, {}, []
-        for seed, (s_ref, B_ref) in ref.items():
+        for seed, (s_ref, B_ref, state) in ref.items():
             X, y = _data(params, seed)
             if a == ref_alpha:
-                s, labels = s_ref, spectral_labels(affinity_from_coefficients(B_ref), K)
+                s, labels = s_ref, _labels_or_none(B_ref, K)
             else:
                 s = dro_radius(X, alpha=a, n_sim=n_sim, seed=seed)
-                _, labels = _fit_dro(X, K, s, "admm", tol, warm=B_ref)
-            sc = clustering_scores(y, labels)
+                _, labels = _fit_dro(X, K, s, "admm", tol, warm_state=state)
+            sc = _score(y, labels)
             acc[seed], ami[seed] = sc["accuracy"], sc["ami"]
             radii.append(s)
             _score_rows(rows, "dro", seed, sc, alpha=a)
         block = _method_block(acc, ami)
         block["mean_sqrt_delta"] = float(np.mean(radii))
         by_alpha[key_of(a)] = block
+        acc_all[a] = acc
         ctx.log(f"alpha {a}: mean accuracy {block['mean_acc']:.3f}")
     means = [b["mean_acc"] for b in by_alpha.values()]
-    return rows, {"by_alpha": by_alpha, "alphas": alphas, "acc_range": float(max(means) - min(means))}
+    lo, hi = min(alphas), max(alphas)
+    metrics = {"by_alpha": by_alpha, "alphas": alphas, "acc_range": float(max(means) - min(means)),
+               "extremes": _paired_difference(acc_all[hi], acc_all[lo]),
+               "radius_ratio_extremes": (by_alpha[key_of(lo)]["mean_sqrt_delta"]
+                                         / by_alpha[key_of(hi)]["mean_sqrt_delta"])}
+    scales = [float(c) for c in params.get("control_radius_scales", [])]
+    if scales:
+        metrics["control"] = {"radius_scaled": _radius_scaled_control(params, ref, scales, K, tol, rows, ctx)}
+    metrics["main_config"] = {"acc_range": metrics["acc_range"] if _is_main(params) else None}
+    return rows, metrics
+
+
+def _radius_scaled_control(params, ref, scales, K, tol, rows, ctx) -> dict:
+    """Negative control of the alpha claim: the same paired difference of accuracies, between the radius
+    multiplied by max(scales) and by min(scales) (a deliberately wrong constant; each solve warm-started from
+    the reference B). If accuracy did not depend on the radius at all, insensitivity to alpha would say nothing."""
+    acc = {c: {} for c in scales}
+    for seed, (s_ref, B_ref, state) in ref.items():
+        X, y = _data(params, seed)
+        for c in scales:
+            labels = (_labels_or_none(B_ref, K) if c == 1.0
+                      else _fit_dro(X, K, s_ref * c, "admm", tol, warm_state=state)[1])
+            sc = _score(y, labels)
+            acc[c][seed] = sc["accuracy"]
+            rows.append({"method": f"control_radius_x{key_of(c)}", "seed": int(seed), "step": 0, "metric": "accuracy",
+                         "value": sc["accuracy"]})
+    for c in scales:
+        ctx.log(f"control: radius x {c}: mean accuracy {np.mean(list(acc[c].values())):.3f}")
+    means = [float(np.mean(list(acc[c].values()))) for c in scales]
+    return {"scales": scales, "mean_acc": {key_of(c): m for c, m in zip(scales, means)},
+            "acc_range": max(means) - min(means), "extremes": _paired_difference(acc[max(scales)], acc[min(scales)])}
 
 
 def k_misspecified(params: dict, ctx: RunContext):
@@ -211,25 +336,43 @@ def k_misspecified(params: dict, ctx: RunContext):
     ref = _reference(params, ctx)
     K_true = int(params["K"])
     K_tests = [int(k) for k in params["K_test"]]
-    rows, by_K, acc_all = [], {}, {}
+    affinities = {seed: affinity_from_coefficients(B) for seed, (_, B, _) in ref.items()}
+    rows = []
+    metrics = {"K_true": K_true, "K_test": K_tests, **_k_curve(params, affinities, K_true, K_tests, rows, "dro")}
+    if params.get("control_random_affinity", False):
+        p = int(params["p"])
+        random = {seed: affinity_from_coefficients(random_affinity_generator(seed).standard_normal((p, p)))
+                  for seed in ref}
+        metrics["control"] = {"random_affinity": _k_curve(params, random, K_true, K_tests, rows,
+                                                          "control_random_affinity")}
+    main = _is_main(params)
+    metrics["main_config"] = {"peak_ratio": metrics["peak_ratio"] if main else None,
+                              "drop_by_seed": metrics.get("drop_by_seed") if main else None}
+    return rows, metrics
+
+
+def _k_curve(params, affinities, K_true, K_tests, rows, method) -> dict:
+    """Accuracy of the spectral step with each K_test on the given affinities (one per seed): ``by_K``,
+    ``argmax_K``, ``peak_ratio`` = argmax_K / K_true (ties toward K_true), and ``drop`` = acc(K_true) -
+    acc(round(0.4 K_true)) with its per-seed list ``drop_by_seed``."""
+    by_K, acc_all = {}, {}
     for k in K_tests:
         acc, ami = {}, {}
-        for seed, (_, B) in ref.items():
+        for seed, W in affinities.items():
             _, y = _data(params, seed)
-            sc = clustering_scores(y, spectral_labels(affinity_from_coefficients(B), k))
+            sc = clustering_scores(y, spectral_labels(W, k))
             acc[seed], ami[seed] = sc["accuracy"], sc["ami"]
-            _score_rows(rows, "dro", seed, sc, K_test=k)
+            _score_rows(rows, method, seed, sc, K_test=k)
         by_K[str(k)] = _method_block(acc, ami)
         acc_all[k] = acc
     means = {k: by_K[str(k)]["mean_acc"] for k in K_tests}
     argmax = max(means, key=lambda k: (means[k], -abs(k - K_true)))
-    metrics = {"by_K": by_K, "K_true": K_true, "K_test": K_tests, "argmax_K": int(argmax),
-               "peak_ratio": argmax / K_true}
+    out = {"by_K": by_K, "argmax_K": int(argmax), "peak_ratio": argmax / K_true}
     low = int(round(0.4 * K_true))
     if K_true in acc_all and low in acc_all:
         d = _paired_difference(acc_all[K_true], acc_all[low])
-        metrics.update(drop=d["mean"], drop_se=d["se"], drop_K_low=low)
-    return rows, metrics
+        out.update(drop=d["mean"], drop_se=d["se"], drop_by_seed=d["by_seed"], drop_K_low=low)
+    return out
 
 
 # ------------------------------------------------------------------------------------------- solver_check
@@ -242,7 +385,7 @@ def solver_check(params: dict, ctx: RunContext):
     """
     methods = list(params.get("methods", ["admm", "cvxpy"]))
     tol = _tol(params)
-    rows, inst_metrics, timings, gaps, paper_gaps, diag = [], {}, {}, [], [], 0.0
+    rows, inst_metrics, timings, gaps, paper_gaps, early_gaps, diag = [], {}, {}, [], [], [], 0.0
     backends = set()
     for spec in params["instances"]:
         X, _ = make_block_factor_data(int(spec["n"]), int(spec["p"]), int(spec["K"]), seed=int(spec["seed"]))
@@ -262,6 +405,10 @@ def solver_check(params: dict, ctx: RunContext):
                          "value": sol.objective, "instance": iid})
         ref = objective["cvxpy"]
         gaps.append(abs(objective["admm"] - ref) / ref)
+        if "control_max_iter" in params:
+            early = solve_dro_nodewise(X, s, max_iter=int(params["control_max_iter"]), strict=False, **tol)
+            early_gaps.append(abs(early.objective - ref) / ref)
+            diag = max(diag, float(np.max(np.abs(np.diag(early.B)))))
         if "admm_paper" in objective:
             paper_gaps.append((objective["admm_paper"] - ref) / ref)
         inst_metrics[iid] = {"objective": objective, "n_iter": iters, "sqrt_delta": s}
@@ -270,6 +417,9 @@ def solver_check(params: dict, ctx: RunContext):
                "methods": methods, "cvxpy_backends": sorted(backends), **tol}
     if paper_gaps:
         metrics["admm_paper_max_rel_obj_gap"] = float(max(paper_gaps))
+    if early_gaps:  # negative control: the ADMM stopped after control_max_iter iterations, before convergence
+        metrics["control"] = {"early_stop": {"max_iter": int(params["control_max_iter"]),
+                                             "max_rel_obj_gap": float(max(early_gaps))}}
     write_metrics(timings, ctx.out_dir / "timings.json")
     ctx.record(solver=",".join(sorted(backends)), timings=timings)
     return rows, metrics
@@ -278,26 +428,29 @@ def solver_check(params: dict, ctx: RunContext):
 # -------------------------------------------------------------------------------------------- performance
 def performance(params: dict, ctx: RunContext):
     """``solve_dro_nodewise`` with method="admm" against method="cvxpy" on the same X and s, one process,
-    BLAS on one thread: median wall time over ``repeats`` (cvxpy: ``cvxpy_repeats``), time ratio, and the
-    relative objective gap. Metrics hold only the gaps and sizes; times go to timings.json and provenance."""
+    BLAS on one thread: median wall and CPU time over ``repeats`` (cvxpy: ``cvxpy_repeats``), the ratio of the
+    CPU times (steadier than wall time on a shared machine), and the relative objective gap. Metrics hold only
+    the gaps and sizes; times go to timings.json and provenance."""
     repeats, cvx_repeats = int(params.get("repeats", 3)), int(params.get("cvxpy_repeats", 1))
     rows, gaps, timings, backends = [], {}, {}, {}
     for spec in params["instances"]:
         X, _ = make_block_factor_data(int(spec["n"]), int(spec["p"]), int(spec.get("K", 3)), seed=int(spec["seed"]))
         s = dro_radius(X, seed=int(spec["seed"]))
         iid = f"n{spec['n']}_p{spec['p']}"
-        times, sols = {}, {}
+        times, cpu, sols = {}, {}, {}
         for m, reps in (("admm", repeats), ("cvxpy", cvx_repeats)):
-            t = []
+            t, c = [], []
             for _ in range(reps):
-                start = time.perf_counter()
+                start, start_cpu = time.perf_counter(), time.process_time()
                 sols[m] = solve_dro_nodewise(X, s, method=m)
                 t.append(time.perf_counter() - start)
-            times[m] = statistics.median(t)
+                c.append(time.process_time() - start_cpu)
+            times[m], cpu[m] = statistics.median(t), statistics.median(c)
         backends[iid] = sols["cvxpy"].backend
         gaps[iid] = (sols["admm"].objective - sols["cvxpy"].objective) / sols["cvxpy"].objective
-        timings[iid] = {"admm_s": times["admm"], "cvxpy_s": times["cvxpy"],
-                        "ratio_cvxpy_over_admm": times["cvxpy"] / times["admm"], "admm_iters": sols["admm"].n_iter}
+        timings[iid] = {"admm_s": times["admm"], "cvxpy_s": times["cvxpy"], "admm_cpu_s": cpu["admm"],
+                        "cvxpy_cpu_s": cpu["cvxpy"], "ratio_cvxpy_over_admm": cpu["cvxpy"] / cpu["admm"],
+                        "admm_iters": sols["admm"].n_iter}
         rows.append({"method": "admm", "seed": int(spec["seed"]), "step": 0, "metric": "rel_obj_gap_vs_cvxpy",
                      "value": gaps[iid], "instance": iid})
         ctx.log(f"{iid}: admm {times['admm']:.3f} s, cvxpy ({backends[iid]}) {times['cvxpy']:.3f} s")
@@ -307,9 +460,57 @@ def performance(params: dict, ctx: RunContext):
     return rows, {"rel_obj_gap": gaps, "backends": backends, "instances": list(gaps)}
 
 
+# ------------------------------------------------------------------------------------------- main_probe
+def main_probe(params: dict, ctx: RunContext):
+    """DRO at the paper's main configuration (250, 500, 25) on a few of the release's seeds (one at quick), next
+    to the release's per-seed table: the only quick-scale numbers at the paper's own configuration.
+
+    Metrics: ``acc_by_seed``, ``ami_by_seed``, ``n_iter`` per seed; at the main configuration also
+    ``published_by_seed``, ``acc_minus_published`` (lists in seed order) and the control
+    ``control.random_affinity.acc_minus_published`` (null elsewhere, e.g. at smoke). CPU seconds of the radius and
+    of the ADMM solve go to timings.json (the measured unit of the projected full run).
+    """
+    seeds = [int(s) for s in params["seeds"]]
+    main = (tuple(int(params[k]) for k in ("n", "p", "K")) == MAIN_CONFIG
+            and set(seeds) <= set(PUBLISHED["dro_acc_by_seed"]))
+    K, alpha, n_sim = int(params["K"]), float(params.get("alpha", 0.05)), int(params.get("n_sim", 1000))
+    tol = _tol(params)
+    rows, acc, ami, iters, timings, control = [], {}, {}, {}, {}, {}
+    for seed in seeds:
+        X, y = _data(params, seed)
+        start = time.process_time()
+        s = dro_radius(X, alpha=alpha, n_sim=n_sim, seed=seed)
+        radius_cpu = time.process_time() - start
+        start = time.process_time()
+        sol, labels = _fit_dro(X, K, s, "admm", tol)
+        solve_cpu = time.process_time() - start
+        sc = _score(y, labels)
+        acc[seed], ami[seed], iters[str(seed)] = sc["accuracy"], sc["ami"], sol.n_iter
+        control[seed] = _score(y, random_affinity_labels(X.shape[1], K, random_affinity_generator(seed)))["accuracy"]
+        timings[str(seed)] = {"radius_cpu_s": radius_cpu, "admm_cpu_s": solve_cpu,
+                              "admm_cpu_s_per_iteration": solve_cpu / sol.n_iter}
+        _score_rows(rows, "dro", seed, sc)
+        ctx.log(f"seed {seed}: accuracy {sc['accuracy']:.3f}, {sol.n_iter} iterations, {solve_cpu:.1f} s CPU")
+    metrics = {"seeds": seeds, "main_config": main, "config": {k: int(params[k]) for k in ("n", "p", "K")},
+               "acc_by_seed": list(acc.values()),
+               "ami_by_seed": list(ami.values()), "n_iter": iters, **tol,
+               "published_by_seed": None, "acc_minus_published": None,
+               "control": {"random_affinity": {"acc_minus_published": None}}}
+    if main:  # the release's table exists only for this configuration
+        published = [PUBLISHED["dro_acc_by_seed"][s] for s in seeds]
+        metrics.update(published_by_seed=published,
+                       acc_minus_published=[a - b for a, b in zip(acc.values(), published)],
+                       control={"random_affinity": {"acc_minus_published": [control[s] - b for s, b in
+                                                                            zip(seeds, published)]}})
+    write_metrics(timings, ctx.out_dir / "timings.json")
+    ctx.record(cpu_s=timings)
+    return rows, metrics
+
+
 # ----------------------------------------------------------------------------------- full-scale experiments
 def rho_init_ablation(params: dict, ctx: RunContext):
-    """Mean accuracy of DRO solved by ``method`` (admm_paper) for each rho_init; ``acc_range`` over the grid."""
+    """Mean accuracy of DRO solved by ``method`` (admm_paper) for each rho_init; ``acc_range`` over the grid and
+    ``extremes`` = per-seed acc(max rho_init) - acc(min rho_init) (``by_seed``, mean, se)."""
     seeds, K = [int(s) for s in params["seeds"]], int(params["K"])
     method, tol = params.get("method", "admm_paper"), _tol(params)
     rows, by_rho = [], {}
@@ -328,8 +529,12 @@ def rho_init_ablation(params: dict, ctx: RunContext):
         by_rho[key_of(r)] = _method_block(acc, ami)
         ctx.log(f"rho_init {r}: mean accuracy {by_rho[key_of(r)]['mean_acc']:.3f}")
     means = [b["mean_acc"] for b in by_rho.values()]
-    return rows, {"by_rho_init": by_rho, "rho_inits": [float(r) for r in params["rho_inits"]],
-                  "acc_range": float(max(means) - min(means)), "method": method}
+    rhos = [float(r) for r in params["rho_inits"]]
+    lo, hi = key_of(min(rhos)), key_of(max(rhos))
+    extremes = _paired_difference(by_rho[hi]["acc_by_seed"], by_rho[lo]["acc_by_seed"])
+    acc_range = float(max(means) - min(means))
+    return rows, {"by_rho_init": by_rho, "rho_inits": rhos, "acc_range": acc_range, "method": method,
+                  "extremes": extremes, "main_config": {"acc_range": acc_range if _is_main(params) else None}}
 
 
 def scenario_sweeps(params: dict, ctx: RunContext):
@@ -386,7 +591,8 @@ def digits(params: dict, ctx: RunContext):
 
 
 EXPERIMENTS = {"synthetic_main": synthetic_main, "alpha_ablation": alpha_ablation, "k_misspecified": k_misspecified,
-               "solver_check": solver_check, "performance": performance, "rho_init_ablation": rho_init_ablation,
+               "solver_check": solver_check, "performance": performance, "main_probe": main_probe,
+               "rho_init_ablation": rho_init_ablation,
                "scenario_sweeps": scenario_sweeps, "digits": digits}
 
 if __name__ == "__main__":

@@ -18,22 +18,26 @@ import numpy as np
 
 from papers.dro_varclust.data import check_design
 
-__all__ = ["DROSolution", "METHODS", "prox_operator_norm", "dro_objective", "solve_dro_nodewise"]
+__all__ = ["DROSolution", "METHODS", "prox_operator_norm", "prox_operator_norm_eigh", "dro_objective",
+           "solve_dro_nodewise"]
 
 METHODS = ("admm", "admm_paper", "cvxpy")
 _MU, _TAU_BALANCE = 5.0, 2.0  # residual balancing (Boyd et al. 2011, sec. 3.4.1)
+RELAX = 1.0  # over-relaxation of the default ADMM (1 = the spec's plain iteration)
 
 
 @dataclass
 class DROSolution:
     """Solution of the DRO nodewise problem: ``B`` (p, p) with an exactly zero diagonal, its ``objective``,
-    the outer iterations ``n_iter`` (0 for cvxpy), the ``method``, and the cvxpy ``backend`` (else None)."""
+    the outer iterations ``n_iter`` (0 for cvxpy), the ``method``, the cvxpy ``backend`` (else None), and for
+    ``"admm"`` its final ``state`` (C1, scaled duals, rho), which can warm-start a solve with another radius."""
 
     B: np.ndarray
     objective: float
     n_iter: int
     method: str
     backend: str | None = None
+    state: dict | None = None
 
 
 def prox_operator_norm(M, tau: float) -> np.ndarray:
@@ -57,12 +61,39 @@ def prox_operator_norm(M, tau: float) -> np.ndarray:
     U, sigma, Vt = np.linalg.svd(M, full_matrices=False)
     if sigma.sum() <= tau:
         return np.zeros_like(M)
+    _, t = _prox_threshold(sigma, tau)
+    return (U * np.minimum(sigma, t)) @ Vt
+
+
+def _prox_threshold(sigma: np.ndarray, tau: float) -> tuple[int, float]:
+    r"""Active count k and level t of the operator-norm prox for singular values ``sigma`` (descending):
+    t_k = (sum_{i<=k} sigma_i - tau) / k for the largest k with sigma_k > t_k, so that
+    :math:`\sum_i(\sigma_i - t)_+ = \tau`."""
     cums = np.cumsum(sigma)
     k = np.arange(1, sigma.size + 1)
     t_k = (cums - tau) / k
-    active = np.flatnonzero(sigma > t_k)[-1]  # largest k whose k-th singular value stays above its level
-    t = t_k[active]
-    return (U * np.minimum(sigma, t)) @ Vt
+    active = int(np.flatnonzero(sigma > t_k)[-1])  # largest k whose k-th singular value stays above its level
+    return active + 1, float(t_k[active])
+
+
+def prox_operator_norm_eigh(M: np.ndarray, tau: float) -> np.ndarray:
+    r"""The same prox as :func:`prox_operator_norm`, from the eigendecomposition of :math:`M^\top M`
+    (about twice as fast as an SVD at p = 500) [ours].
+
+    With :math:`M^\top M = V\operatorname{diag}(\sigma^2)V^\top` and the k active singular values
+    (:math:`\sigma_i > t`): :math:`\operatorname{prox}(M) = M - M V_k \operatorname{diag}(1 - t/\sigma_k) V_k^\top`,
+    because :math:`U_k\sigma_k = M V_k`. Only the active (largest) singular values enter, and these are accurate
+    from the eigenvalues; no input checks (internal to the ADMM, whose inputs are finite).
+    """
+    if tau == 0:
+        return M.copy()
+    lam, V = np.linalg.eigh(M.T @ M)
+    sigma = np.sqrt(np.clip(lam[::-1], 0.0, None))
+    if sigma.sum() <= tau:
+        return np.zeros_like(M)
+    k, t = _prox_threshold(sigma, tau)
+    Vk = V[:, ::-1][:, :k]
+    return M - ((M @ Vk) * (1.0 - t / sigma[:k])) @ Vk.T
 
 
 def dro_objective(X, B, penalty: float) -> float:
@@ -108,19 +139,25 @@ def _balance(rho, scaled_duals, r_p, eps_p, r_d, eps_d):
     return rho, scaled_duals
 
 
-def _admm(X, s, rho, abs_tol, rel_tol, max_iter, C1):
+def _admm(X, s, rho, abs_tol, rel_tol, max_iter, C1, relax=1.0, strict=True, state=None):
     r"""Two-block ADMM [ours]: x = C1 (diag 0), z = (R, C2), R = A(I - C1), C2 = I - C1, A = X/sqrt(n);
-    objective ||R||_F + s||C2||_op. Every step is closed-form (spec, "admm")."""
+    objective ||R||_F + s||C2||_op. Every step is closed-form (spec, "admm"); the operator-norm prox goes
+    through the eigendecomposition of M^T M (:func:`prox_operator_norm_eigh`); ``relax`` in (0, 2) is the
+    over-relaxation parameter (1: the spec's iteration). ``state`` (C1, scaled duals U1, U2 and rho of an
+    earlier solve on the same X) warm-starts every block; returns (C1, iterations, final state)."""
     n, p = X.shape
     A = X / np.sqrt(n)
     I = np.eye(p)
     evals, V = np.linalg.eigh(A.T @ A)
     Minv = (V / (evals + 1.0)) @ V.T
     minv_diag = np.diag(Minv).copy()
-    C1 = np.zeros((p, p)) if C1 is None else C1
+    if state is not None:
+        C1, U1, U2, rho = state["C1"].copy(), state["U1"].copy(), state["U2"].copy(), float(state["rho"])
+    else:
+        C1 = np.zeros((p, p)) if C1 is None else C1
+        U1, U2 = np.zeros((n, p)), np.zeros((p, p))
     R = A @ (I - C1)
     C2 = I - C1
-    U1, U2 = np.zeros((n, p)), np.zeros((p, p))
     norm_AI = np.sqrt(np.sum(A * A) + p)
     r_p = r_d = eps_p = eps_d = np.inf
     for it in range(1, int(max_iter) + 1):
@@ -132,21 +169,26 @@ def _admm(X, s, rho, abs_tol, rel_tol, max_iter, C1):
         AIC = A - AC1
         ImC = I - C1
         R_old, C2_old = R, C2
-        W = AIC + U1
+        # over-relaxation (Boyd et al. 2011, sec. 3.4.3): relax = 1 is plain ADMM
+        hat1 = relax * AIC + (1.0 - relax) * R_old
+        hat2 = relax * ImC + (1.0 - relax) * C2_old
+        W = hat1 + U1
         wn = np.linalg.norm(W)
         R = W * max(0.0, 1.0 - 1.0 / (rho * wn)) if wn > 0 else np.zeros_like(W)
-        C2 = prox_operator_norm(ImC + U2, s / rho)
+        C2 = prox_operator_norm_eigh(hat2 + U2, s / rho)
+        U1 = U1 + hat1 - R
+        U2 = U2 + hat2 - C2
         res1, res2 = AIC - R, ImC - C2
-        U1 = U1 + res1
-        U2 = U2 + res2
         r_p = np.sqrt(np.sum(res1 ** 2) + np.sum(res2 ** 2))
         r_d = rho * np.linalg.norm(A.T @ (R - R_old) + (C2 - C2_old))
         eps_p = np.sqrt(n * p + p * p) * abs_tol + rel_tol * max(
             np.sqrt(np.sum(AC1 ** 2) + np.sum(C1 ** 2)), np.sqrt(np.sum(R ** 2) + np.sum(C2 ** 2)), norm_AI)
         eps_d = p * abs_tol + rel_tol * rho * np.linalg.norm(A.T @ U1 + U2)
         if r_p <= eps_p and r_d <= eps_d:
-            return C1, it
+            return C1, it, {"C1": C1, "U1": U1, "U2": U2, "rho": rho}
         rho, (U1, U2) = _balance(rho, [U1, U2], r_p, eps_p, r_d, eps_d)
+    if not strict:
+        return C1, int(max_iter), {"C1": C1, "U1": U1, "U2": U2, "rho": rho}
     raise RuntimeError(f"solve_dro_nodewise(method='admm') did not converge in {max_iter} iterations: "
                        f"primal residual {r_p:.3g} (tol {eps_p:.3g}), dual residual {r_d:.3g} (tol {eps_d:.3g})")
 
@@ -236,7 +278,8 @@ def _cvxpy(X, s):
 
 def solve_dro_nodewise(X, penalty: float, *, method: str = "admm", rho_init: float = 1.0, abs_tol: float = 1e-7,
                        rel_tol: float = 1e-6, max_iter: int = 50000,
-                       warm_start: np.ndarray | None = None) -> DROSolution:
+                       warm_start: np.ndarray | None = None, relax: float = RELAX,
+                       strict: bool = True, warm_state: dict | None = None) -> DROSolution:
     r"""Solve :math:`\min_{\operatorname{diag}(B)=0} \tfrac{1}{\sqrt n}\|X - XB\|_F + s\|I - B\|_{op}`.
 
     Parameters
@@ -248,18 +291,32 @@ def solve_dro_nodewise(X, penalty: float, *, method: str = "admm", rho_init: flo
         fixed release tolerances, at most 5000 outer iterations or ``max_iter`` if smaller; an approximate
         optimum), or ``"cvxpy"`` (conic reference through :func:`shared.solvers.solve`; for p up to about 60).
     rho_init : initial ADMM penalty; warm_start : (p, p) starting C1 (its diagonal is ignored).
+    relax : over-relaxation of ``"admm"`` in (0, 2) (Boyd et al. 2011, sec. 3.4.3; 1 = plain ADMM).
+    strict : ``"admm"`` only; False returns the iterate after ``max_iter`` iterations instead of raising (used
+        for the early-stopped negative control of the solver check).
+    warm_state : ``"admm"`` only; the ``state`` of an earlier solution on the same X (e.g. another radius):
+        primal and dual iterates and rho start from it (faster than ``warm_start``, which sets C1 only).
 
     Returns a :class:`DROSolution` whose B has an exactly zero diagonal. RuntimeError when the solver does not
     converge (naming the method, the iterations and the residuals).
     """
     X, s, warm = _check_inputs(X, penalty, method, rho_init, abs_tol, rel_tol, max_iter, warm_start)
-    backend = None
+    backend, state = None, None
+    if warm_state is not None:
+        if method != "admm" or not isinstance(warm_state, dict) or set(warm_state) != {"C1", "U1", "U2", "rho"}:
+            raise ValueError("warm_state must be the state of an earlier method='admm' solution")
+        if warm_state["C1"].shape != (X.shape[1],) * 2 or warm_state["U1"].shape != X.shape:
+            raise ValueError("warm_state does not fit this X")
     if method == "admm":
-        B, n_iter = _admm(X, s, float(rho_init), float(abs_tol), float(rel_tol), int(max_iter), warm)
+        if not 0.0 < relax < 2.0:
+            raise ValueError(f"relax must lie in (0, 2), got {relax}")
+        B, n_iter, state = _admm(X, s, float(rho_init), float(abs_tol), float(rel_tol), int(max_iter), warm,
+                                 float(relax), bool(strict), warm_state)
     elif method == "admm_paper":
         B, n_iter = _admm_paper(X, s, float(rho_init), min(int(max_iter), 5000), warm)
     else:
         (B, backend), n_iter = _cvxpy(X, s), 0
     B = np.array(B, dtype=float)
     np.fill_diagonal(B, 0.0)
-    return DROSolution(B=B, objective=dro_objective(X, B, s), n_iter=int(n_iter), method=method, backend=backend)
+    return DROSolution(B=B, objective=dro_objective(X, B, s), n_iter=int(n_iter), method=method, backend=backend,
+                       state=state)

@@ -3,7 +3,8 @@
 Rounds are indexed from 0 in ``context(t)``, ``expected_losses(t)`` and ``sample_loss(t, a, rng)``.
 
 - ``finite_class``: x = (z, 1), z ~ N(0, I_d); f_j(x, a) = sigmoid(Theta_j[a] . x); f* is one of |F| models; the
-  others are perturbations of it (see :class:`FiniteClassEnv`); loss l ~ Bernoulli(f*(x, a)).
+  others are perturbations of it (see :class:`FiniteClassEnv`), or, with ``kind="hidden_arm"``, decoys built so
+  that greedy can lock in on a safe action (:func:`hidden_arm_models`); loss l ~ Bernoulli(f*(x, a)).
 - classification streams: A = number of classes, loss 1[a != y] (expected loss the same), one pass over the rows
   in an order fixed by the seed. sklearn-shipped sets (breast_cancer, wine, iris, digits; features z-scored, plus
   a bias 1) and MONK-1/2/3 regenerated from their rules over the full 432-point grid (one-hot, 17 columns, plus a
@@ -15,11 +16,11 @@ import itertools
 
 import numpy as np
 
-from papers.opo_cmab.opo import check_n_actions
+from papers.opo_cmab.opo import check_n_actions, validate_nonneg
 from papers.opo_cmab.oracles import sigmoid
 
 __all__ = ["make_env", "ENV_NAMES", "STREAM_NAMES", "FiniteClassEnv", "ClassificationEnv", "monk_data",
-           "finite_class_models"]
+           "finite_class_models", "hidden_arm_models"]
 
 STREAM_NAMES = ("breast_cancer", "wine", "iris", "digits", "monk1", "monk2", "monk3")
 ENV_NAMES = ("finite_class",) + STREAM_NAMES
@@ -48,17 +49,28 @@ def finite_class_models(rng: np.random.Generator, n_models: int, n_actions: int,
 
 
 class FiniteClassEnv:
-    """The realisable synthetic class; contexts are drawn lazily (in blocks) from the env's own generator."""
+    """The realisable synthetic class; contexts are drawn lazily (in blocks) from the env's own generator.
 
-    def __init__(self, seed: int, n_models: int = 100, n_actions: int = 5, context_dim: int = 4):
+    ``kind`` chooses the models: "perturbed" (the spec's class, :func:`finite_class_models`) or "hidden_arm"
+    (:func:`hidden_arm_models`, whose keyword parameters gap, bad, jitter and slope pass through).
+    """
+
+    def __init__(self, seed: int, n_models: int = 100, n_actions: int = 5, context_dim: int = 4,
+                 kind: str = "perturbed", **model_params):
         if isinstance(n_models, bool) or not isinstance(n_models, (int, np.integer)) or n_models < 1:
             raise ValueError(f"n_models must be a positive integer, got {n_models!r}")
         if isinstance(context_dim, bool) or not isinstance(context_dim, (int, np.integer)) or context_dim < 1:
             raise ValueError(f"context_dim must be a positive integer, got {context_dim!r}")
         self.n_actions = check_n_actions(n_actions)
         model_ss, context_ss = np.random.SeedSequence(seed).spawn(2)
-        self.thetas, self.star_index = finite_class_models(np.random.default_rng(model_ss), int(n_models),
-                                                           self.n_actions, int(context_dim))
+        if kind not in ("perturbed", "hidden_arm"):
+            raise ValueError(f"kind must be 'perturbed' or 'hidden_arm', got {kind!r}")
+        if kind == "perturbed" and model_params:
+            raise ValueError(f"the perturbed class takes no model params, got {sorted(model_params)}")
+        generate = finite_class_models if kind == "perturbed" else hidden_arm_models
+        self.thetas, self.star_index = generate(np.random.default_rng(model_ss), int(n_models), self.n_actions,
+                                                int(context_dim), **model_params)
+        self.kind = kind
         self.theta_star = self.thetas[self.star_index]
         self.context_dim = int(context_dim) + 1
         self.n_rounds = None
@@ -84,6 +96,45 @@ class FiniteClassEnv:
         """l ~ Bernoulli(f*(x_t, a))."""
         f = self._cached_f if t == self._cached_t else self.expected_losses(t)
         return float(rng.random() < f[a])
+
+
+def hidden_arm_models(rng: np.random.Generator, n_models: int, n_actions: int, context_dim: int, *,
+                      gap: float = 0.4, bad: float = 1.0, jitter: float = 0.1, slope: float = 0.5):
+    """(thetas (|F|, A, d + 1), star_index) of the hidden-arm class [ours], built so that exploration matters.
+
+    Every model shares one context slope w ~ N(0, slope^2 I / d) on every action, so contexts move all logits
+    together and the ranking of the actions is the same on every context. Biases (the logit at w.z = 0):
+    action 0 is a safe action with bias 0 in every model (playing it says nothing about which model is true);
+    in f* one hidden action a* in {1..A-1} (uniform) has bias -gap and the others +bad. Each other model names
+    its own good action g in {0..A-1} (uniform; g = 0 means "no action beats the safe one", a pessimist about
+    a*) with bias -gap, the rest +bad, plus N(0, jitter^2) on the biases of actions 1..A-1. A learner that
+    trusts a pessimist plays the safe action, whose losses cannot refute it: greedy locks in with constant
+    probability and pays about sigmoid(0) - sigmoid(-gap) per round, while an exploration bonus keeps sampling
+    a*. The |F| models are shuffled; star_index is where f* lands.
+    """
+    if n_actions < 2:
+        raise ValueError(f"n_actions must be >= 2, got {n_actions}")
+    for name, v in (("gap", gap), ("bad", bad), ("jitter", jitter), ("slope", slope)):
+        validate_nonneg(v, name)
+    dim = context_dim + 1
+    w = slope * rng.standard_normal(context_dim) / np.sqrt(context_dim)
+    star_arm = 1 + int(rng.integers(n_actions - 1))
+
+    def model(good: int) -> np.ndarray:
+        theta = np.zeros((n_actions, dim))
+        theta[:, :-1] = w
+        theta[1:, -1] = bad
+        if good > 0:
+            theta[good, -1] = -gap
+        return theta
+
+    models = [model(star_arm)]
+    for _ in range(n_models - 1):
+        theta = model(int(rng.integers(n_actions)))
+        theta[1:, -1] += jitter * rng.standard_normal(n_actions - 1)
+        models.append(theta)
+    order = rng.permutation(n_models)
+    return np.stack(models)[order], int(np.flatnonzero(order == 0)[0])
 
 
 class ClassificationEnv:
@@ -156,7 +207,8 @@ def make_env(name: str, seed: int, **params):
     """The bandit problem ``name`` with seed ``seed``.
 
     ``finite_class`` takes ``n_models=100, n_actions=5, context_dim=4`` (Gaussian part; a bias 1 is appended, so
-    ``env.context_dim`` is context_dim + 1) and exposes ``thetas`` (|F|, A, dim) and ``star_index``. The streams
+    ``env.context_dim`` is context_dim + 1), optionally ``kind="hidden_arm"`` with its model parameters, and
+    exposes ``thetas`` (|F|, A, dim) and ``star_index``. The streams
     ("breast_cancer", "wine", "iris", "digits", "monk1", "monk2", "monk3") take no params; the seed fixes the row
     order. Every env has ``n_actions``, ``context_dim``, ``n_rounds`` (None for the synthetic class),
     ``context(t)``, ``expected_losses(t)`` and ``sample_loss(t, a, rng)``.

@@ -24,7 +24,7 @@ from papers.opo_cmab.oracles import FiniteClassOracle, RidgeOracle
 from papers.opo_cmab.stats import pairwise_wins
 
 __all__ = ["EXPERIMENTS", "run_bandit", "make_agent", "loglog_slope", "synthetic", "streams", "performance",
-           "config_label", "jackknife_se"]
+           "config_label", "jackknife_se", "theory_spec"]
 
 
 # --------------------------------------------------------------------------------------------- the loop
@@ -139,60 +139,135 @@ def _grid(params: dict, family: str) -> list[dict]:
 
 # ------------------------------------------------------------------------------------------- synthetic
 def _problem_key(p: dict) -> str:
-    return f"F{p['n_models']}_A{p['n_actions']}"
+    prefix = "hidden_" if p.get("kind", "perturbed") == "hidden_arm" else ""
+    return f"{prefix}F{p['n_models']}_A{p['n_actions']}"
+
+
+def _env_kwargs(problem: dict) -> dict:
+    """make_env keywords of a synthetic problem (class kind and its model parameters)."""
+    kw = {"n_models": int(problem["n_models"]), "n_actions": int(problem["n_actions"]),
+          "context_dim": int(problem.get("context_dim", 4))}
+    if problem.get("kind", "perturbed") != "perturbed":
+        kw["kind"] = problem["kind"]
+        kw.update({k: float(problem[k]) for k in ("gap", "bad", "jitter", "slope") if k in problem})
+    return kw
+
+
+def theory_spec(n_models: int, n_actions: int, K: int, delta: float) -> dict:
+    """The theory tuning [reconstructed; constants 1]: gamma = sqrt(log(|F| K / delta)), eta = sqrt(log|A| / K)."""
+    return {"algo": "opo_theory", "eta": math.sqrt(math.log(n_actions) / K),
+            "gamma": math.sqrt(math.log(n_models * K / delta))}
+
+
+def _run_specs(ctx, pkey, problem, specs: dict, K: int, seeds: list[int], role: str, checkpoints, rows, timings):
+    """Final-horizon regret curves (seeds, K) of every named spec on the ``role`` ("tune" or "eval") seeds.
+
+    Each seed has its own env (class and contexts), run seed and oracle seed, shared by every spec."""
+    regret = {name: np.empty((len(seeds), K)) for name in specs}
+    for i, s in enumerate(seeds):
+        env_seed, run_seed = _seed(ctx, pkey, role, "env", str(s)), _seed(ctx, pkey, role, "run", str(s))
+        oracle_seed = _seed(ctx, pkey, role, "oracle", str(s))
+        for name, spec in specs.items():
+            env = make_env("finite_class", env_seed, **_env_kwargs(problem))
+            agent = make_agent(spec, env, "finite_class", oracle_seed)
+            start = time.perf_counter()
+            out = run_bandit(env, agent, K, run_seed)
+            timings.setdefault(pkey, {}).setdefault(config_label(spec), []).append(time.perf_counter() - start)
+            regret[name][i] = out["cum_pseudo_regret"]
+            if role == "eval":
+                for c in checkpoints:
+                    rows.append({"method": name, "seed": s, "step": c, "metric": "cum_pseudo_regret",
+                                 "value": float(out["cum_pseudo_regret"][c - 1]), "problem": pkey})
+    return regret
 
 
 def synthetic(params: dict, ctx: RunContext):
-    """Pseudo-regret on the realisable finite class, every algorithm and configuration on the same seeds.
+    """Pseudo-regret on realisable finite classes, with hyper-parameters tuned on held-out seeds.
 
-    For each problem (|F|, A) and seed: one env (class and contexts), one run seed shared by all algorithms.
-    Anytime regret read at ``checkpoints``. "Tuned" = smallest mean final regret over the seeds (selected on
-    the evaluation seeds). Metrics under ``<problem>``: ``final_regret[_se].<config>``, ``tuned.<family>``,
-    ``slope.<family>`` (log mean R(t) vs log t over the checkpoints), ``normalised[_se].opo_tuned`` at each
-    ``normalise_at`` K (and the max), ``competitive`` (R_OPO / min(R_SquareCB, R_FALCON)), ``bonus_ratio``
-    (min over eta of R(gamma = 0) / R(tuned OPO)), and the theory tuning.
+    For each problem: (1) tuning: every configuration of the OPO grid, of OPO without bonus (gamma = 0, each
+    eta), of SquareCB and of FALCON runs on ``tune_seeds`` seeds; the configuration with the smallest mean final
+    regret is selected per family. (2) evaluation on ``eval_seeds`` other seeds (other envs): the tuned
+    configurations, OPO with the tuned eta and the bonus removed (gamma = 0, the negative control), the theory
+    tuning with and without its bonus, greedy, epsilon-greedy and uniform. Problems with ``eval_only: true``
+    skip the tuning and evaluate only ``eval_methods`` (theory tuning, no grid); a problem may set its own
+    ``eval_seeds``.
+
+    Metrics under ``<problem>``: ``tuning.{final_regret, tuned}``; per evaluated method ``final`` (mean),
+    ``per_seed.final/slope/normalised.<method>`` (lists over the eval seeds; slope of log R(t) on log t over the
+    checkpoints; normalised = R(K) / sqrt(K |A| ln |F|); late_rate = (R(K) - R(K/2)) / (K/2), the mean regret
+    per round over the second half, which stays bounded away from 0 exactly when the learner has locked in),
+    ``per_seed.minus_greedy.<method>``, ``per_seed.ratio_to_squarecb.<method>`` and
+    ``per_seed.bonus_gain.<method>`` (R without the bonus - R with it; paired per seed), the theory tuning, and
+    ``scaling`` (:func:`scaling_exponents` of the theory-tuned OPO).
     """
     K = int(params["K"])
     checkpoints = [int(c) for c in params["checkpoints"]]
     if max(checkpoints) != K:
         raise ValueError(f"the last checkpoint must be K={K}, got {checkpoints}")
-    n_seeds, delta = int(params["seeds"]), float(params.get("delta", 0.05))
-    families = ["opo", "opo_nobonus", "squarecb", "falcon", "greedy", "eps_greedy", "uniform"]
-    rows, metrics, curves, timings = [], {"K": K, "checkpoints": checkpoints, "seeds": n_seeds}, {}, {}
+    n_tune, n_eval = int(params["tune_seeds"]), int(params["eval_seeds"])
+    delta = float(params.get("delta", 0.05))
+    rows, metrics, curves, timings = [], {"K": K, "checkpoints": checkpoints, "tune_seeds": n_tune,
+                                          "eval_seeds": n_eval}, {}, {}
     with threadpool_limits(1):
         for problem in params["problems"]:
             pkey = _problem_key(problem)
             n_models, A = int(problem["n_models"]), int(problem["n_actions"])
-            theory = {"algo": "opo_theory", "eta": math.sqrt(math.log(A) / K),
-                      "gamma": math.sqrt(math.log(n_models * K / delta))}
-            specs = [s for fam in families for s in _grid(params, fam)]
+            theory = theory_spec(n_models, A, K, delta)
+            block = {"theory": {"eta": theory["eta"], "gamma": theory["gamma"]}, "n_models": n_models,
+                     "n_actions": A}
+            evals = {"greedy": {"algo": "greedy"}, "uniform": {"algo": "uniform"}}
             if params.get("theory_tuned", True):
-                specs.append(theory)
-            regret = {config_label(s): np.empty((n_seeds, K)) for s in specs}
-            for s in range(n_seeds):
-                env_seed = _seed(ctx, pkey, "env", str(s))
-                run_seed = _seed(ctx, pkey, "run", str(s))
-                oracle_seed = _seed(ctx, pkey, "oracle", str(s))
-                for spec in specs:
-                    label = config_label(spec)
-                    env = make_env("finite_class", env_seed, n_models=n_models, n_actions=A,
-                                   context_dim=int(problem.get("context_dim", 4)))
-                    agent = make_agent(spec, env, "finite_class", oracle_seed)
-                    start = time.perf_counter()
-                    out = run_bandit(env, agent, K, run_seed)
-                    timings.setdefault(pkey, {}).setdefault(label, []).append(time.perf_counter() - start)
-                    regret[label][s] = out["cum_pseudo_regret"]
-                    for c in checkpoints:
-                        rows.append({"method": label, "seed": s, "step": c, "metric": "cum_pseudo_regret",
-                                     "value": float(out["cum_pseudo_regret"][c - 1]), "problem": pkey})
-                ctx.log(f"{pkey} seed {s}: {len(specs)} configurations, K={K}")
-            metrics[pkey] = _synthetic_metrics(regret, specs, checkpoints, params, n_models, A, theory)
-            for label, r in regret.items():
-                curves[f"{pkey}__{label}"] = r.mean(axis=0)
+                evals.update(opo_theory=theory, opo_theory_nobonus={**theory, "gamma": 0.0})
+            if not problem.get("eval_only", False):
+                families = {fam: {config_label(s): s for s in _grid(params, fam)}
+                            for fam in ("opo", "opo_nobonus", "squarecb", "falcon")}
+                grid = {lab: spec for fam in families.values() for lab, spec in fam.items()}
+                n_tune_p = int(problem.get("tune_seeds", n_tune))
+                tune = _run_specs(ctx, pkey, problem, grid, K, list(range(n_tune_p)), "tune", checkpoints, rows,
+                                  timings)
+                final = {lab: float(r[:, -1].mean()) for lab, r in tune.items()}
+                tuned = {fam: min(labs, key=lambda lab: (final[lab], lab)) for fam, labs in families.items()}
+                block["tuning"] = {"final_regret": final, "tuned": tuned}
+                opo = grid[tuned["opo"]]
+                evals.update({"opo_tuned": opo, "opo_tuned_nobonus": {**opo, "gamma": 0.0},
+                              "opo_nobonus_tuned": grid[tuned["opo_nobonus"]],
+                              "squarecb_tuned": grid[tuned["squarecb"]], "falcon_tuned": grid[tuned["falcon"]],
+                              "eps_greedy": {"algo": "eps_greedy", "eps": float(params.get("eps", 0.05))}})
+                block["tuning"]["seeds"] = n_tune_p
+                ctx.log(f"{pkey}: tuned on {n_tune_p} held-out seeds: {tuned}")
+            evals = {k: v for k, v in evals.items() if k in problem.get("eval_methods", evals)}
+            seeds = list(range(int(problem.get("eval_seeds", n_eval))))
+            regret = _run_specs(ctx, pkey, problem, evals, K, seeds, "eval", checkpoints, rows, timings)
+            block.update(_eval_metrics(regret, checkpoints, n_models, A))
+            metrics[pkey] = block
+            for name, r in regret.items():
+                curves[f"{pkey}__{name}"] = r.mean(axis=0)
+            ctx.log(f"{pkey}: evaluated {len(evals)} methods on {len(seeds)} seeds, K={K}")
+    metrics["scaling"] = scaling_exponents(metrics, params["problems"], "opo_theory", K)
     write_arrays(ctx.out_dir / "curves.npz", **curves)
     rps = {p: {lab: K * len(v) / sum(v) for lab, v in d.items()} for p, d in timings.items()}
     write_metrics({"rounds_per_second": rps}, ctx.out_dir / "timings.json")
     return rows, metrics
+
+
+def scaling_exponents(metrics: dict, problems: list[dict], method: str, K: int) -> dict | None:
+    r"""Exponents of the final regret in |A| and in log|F| over the hidden-arm problems that ran ``method``.
+
+    For replicate i (the i-th evaluation seed of every problem, i < the smallest seed count) least squares of
+    :math:`\log R_i(K) = c + \beta_A \log|A| + \beta_F \log\log|F|`; the bound
+    :math:`\tilde O(\sqrt{K|A|\log|F|})` has exponent 1/2 in both. Returns per-replicate lists
+    ``beta_A``, ``beta_logF`` (None with fewer than 4 problems or fewer than 2 values of either size).
+    """
+    cells = [(int(p["n_actions"]), int(p["n_models"]), metrics[_problem_key(p)]["per_seed"]["final"][method])
+             for p in problems if p.get("kind") == "hidden_arm" and method in metrics[_problem_key(p)]["final"]]
+    if len(cells) < 4 or len({a for a, _, _ in cells}) < 2 or len({f for _, f, _ in cells}) < 2:
+        return None
+    n_rep = min(len(v) for *_, v in cells)
+    design = np.array([[1.0, math.log(a), math.log(math.log(f))] for a, f, _ in cells])
+    betas = [np.linalg.lstsq(design, np.log([max(v[i], 1e-12) for *_, v in cells]), rcond=None)[0]
+             for i in range(n_rep)]
+    return {"method": method, "K": K, "cells": [[a, f] for a, f, _ in cells], "replicates": n_rep,
+            "beta_A": [float(b[1]) for b in betas], "beta_logF": [float(b[2]) for b in betas]}
 
 
 def jackknife_se(statistic, n: int) -> float:
@@ -203,50 +278,35 @@ def jackknife_se(statistic, n: int) -> float:
     return float(math.sqrt((n - 1) / n * np.sum((vals - vals.mean()) ** 2)))
 
 
-def _synthetic_metrics(regret, specs, checkpoints, params, n_models, A, theory) -> dict:
-    final = {lab: r[:, -1] for lab, r in regret.items()}
-    m = {"final_regret": {lab: float(v.mean()) for lab, v in final.items()},
-         "final_regret_se": {lab: mean_and_se(v)[1] for lab, v in final.items()},
-         "tuned": {}, "slope": {}, "theory": {"eta": theory["eta"], "gamma": theory["gamma"]}}
-    by_family = {"opo": [config_label(s) for s in _grid(params, "opo")],
-                 "squarecb": [config_label(s) for s in _grid(params, "squarecb")],
-                 "falcon": [config_label(s) for s in _grid(params, "falcon")],
-                 "greedy": ["greedy"], "eps_greedy": ["eps_greedy"], "uniform": ["uniform"]}
-    if "opo_theory" in regret:
-        by_family["opo_theory"] = ["opo_theory"]
-    tuned = {fam: min(labels, key=lambda lab: (m["final_regret"][lab], lab)) for fam, labels in by_family.items()}
-    m["tuned"] = tuned
+def _eval_metrics(regret: dict, checkpoints, n_models: int, A: int) -> dict:
+    """Per-seed lists and means of the evaluation runs (see :func:`synthetic`)."""
+    K = checkpoints[-1]
     idx = [c - 1 for c in checkpoints]
-    for fam, lab in tuned.items():
-        m["slope"][f"{fam}_tuned" if fam in ("opo", "squarecb", "falcon") else fam] = loglog_slope(
-            checkpoints, regret[lab].mean(axis=0)[idx])
-    n_seeds = next(iter(regret.values())).shape[0]
-    m["slope_se"] = {name: jackknife_se(lambda ix, lab=tuned[fam]: loglog_slope(
-        checkpoints, regret[lab][ix].mean(axis=0)[idx]), n_seeds)
-        for name, fam in (("opo_tuned", "opo"), ("uniform", "uniform"))}
-    opo = regret[tuned["opo"]]
-    m["regret_at"] = {f"{fam}_tuned" if fam in ("opo", "squarecb", "falcon") else fam:
-                      {str(c): float(regret[lab][:, c - 1].mean()) for c in checkpoints} for fam, lab in tuned.items()}
-    norm, norm_se = {}, {}
-    for k in [int(k) for k in params.get("normalise_at", [checkpoints[-1]])]:
-        scaled = opo[:, k - 1] / math.sqrt(k * A * math.log(n_models))
-        norm[str(k)], norm_se[str(k)] = mean_and_se(scaled)
-    m["normalised"] = {"opo_tuned": norm, "opo_tuned_se": norm_se, "max": {"opo_tuned": max(norm.values())}}
-    best_igw = min(m["final_regret"][tuned["squarecb"]], m["final_regret"][tuned["falcon"]])
-    m["competitive"] = {"ratio": m["final_regret"][tuned["opo"]] / best_igw,
-                        "ratio_vs_squarecb": m["final_regret"][tuned["opo"]] / m["final_regret"][tuned["squarecb"]],
-                        "ratio_vs_falcon": m["final_regret"][tuned["opo"]] / m["final_regret"][tuned["falcon"]],
-                        "ratio_vs_greedy": m["final_regret"][tuned["opo"]] / m["final_regret"]["greedy"]}
-    igw = (tuned["squarecb"], tuned["falcon"])
-    m["competitive"]["ratio_se"] = jackknife_se(
-        lambda ix: final[tuned["opo"]][ix].mean() / min(final[lab][ix].mean() for lab in igw), n_seeds)
-    nobonus = {config_label(s): m["final_regret"][config_label(s)] for s in _grid(params, "opo_nobonus")}
-    ratios = {lab: v / m["final_regret"][tuned["opo"]] for lab, v in nobonus.items()}
-    m["bonus"] = {"ratio_min": min(ratios.values()), "ratios": ratios,
-                  "best_nobonus": min(nobonus, key=lambda lab: (nobonus[lab], lab)),
-                  "ratio_min_se": jackknife_se(lambda ix: min(final[lab][ix].mean() for lab in nobonus)
-                                               / final[tuned["opo"]][ix].mean(), n_seeds)}
-    return m
+    scale = math.sqrt(K * A * math.log(n_models)) if n_models > 1 else math.sqrt(K * A)
+    final = {name: r[:, -1] for name, r in regret.items()}
+    half = K // 2
+    per_seed = {"final": {n: v.tolist() for n, v in final.items()},
+                "late_rate": {n: ((r[:, -1] - r[:, half - 1]) / (K - half)).tolist() for n, r in regret.items()},
+                "slope": {n: [loglog_slope(checkpoints, np.maximum(row[idx], 1e-12)) for row in r]
+                          for n, r in regret.items()},
+                "normalised": {n: (v / scale).tolist() for n, v in final.items()}}
+    if "greedy" in final:
+        per_seed["minus_greedy"] = {n: (v - final["greedy"]).tolist() for n, v in final.items() if n != "greedy"}
+    if "squarecb_tuned" in final:
+        per_seed["ratio_to_squarecb"] = {n: (v / np.maximum(final["squarecb_tuned"], 1e-12)).tolist()
+                                         for n, v in final.items() if n != "squarecb_tuned"}
+    out = {"final": {n: float(v.mean()) for n, v in final.items()},
+           "final_se": {n: mean_and_se(v)[1] for n, v in final.items()},
+           "slope_of_mean": {n: loglog_slope(checkpoints, np.maximum(r.mean(axis=0)[idx], 1e-12))
+                             for n, r in regret.items()},
+           "regret_at": {n: {str(c): float(r[:, c - 1].mean()) for c in checkpoints} for n, r in regret.items()},
+           "normaliser": scale, "per_seed": per_seed}
+    gains = {"opo_tuned": "opo_tuned_nobonus", "opo_theory": "opo_theory_nobonus"}
+    per_seed["bonus_gain"] = {n: (final[off] - final[n]).tolist() for n, off in gains.items()
+                              if n in final and off in final}
+    if "opo_tuned" in final:
+        out["bonus_ratio"] = float(final["opo_tuned_nobonus"].mean() / max(final["opo_tuned"].mean(), 1e-12))
+    return out
 
 
 # --------------------------------------------------------------------------------------------- streams
@@ -254,66 +314,91 @@ STREAM_FAMILIES = ("opo", "squarecb", "eps_greedy", "uniform", "supervised")
 
 
 def streams(params: dict, ctx: RunContext):
-    """Progressive-validation loss on the classification streams, ridge oracle, every configuration on the same
-    shuffles. Tuned per stream (smallest mean final PV over shuffles, selected on the same shuffles).
+    """Progressive-validation loss on the classification streams, ridge oracle. Tuned per stream on
+    ``tune_shuffles`` held-out row orders (smallest mean final PV), then evaluated on ``shuffles`` other orders.
 
-    Metrics under ``streams.<name>``: ``final_pv.<config>``, ``tuned.<family>``, ``pv.<family>`` (tuned, mean over
-    shuffles), ``pv_minus_supervised.<family>``, ``wins`` (significance test). Summaries: ``gap_uniform.min``
-    (min over streams of PV_uniform - PV_OPO), ``diff_eps_greedy.mean`` and ``diff_squarecb.mean`` (mean over
-    streams of PV_OPO - PV_other) with their standard errors over shuffles.
+    Metrics under ``streams.<name>``: ``tuning.final_pv.<config>``, ``tuned.<family>``, ``pv.<family>`` (tuned,
+    mean over the evaluation shuffles), ``pv_minus_supervised.<family>``, ``per_shuffle.<family>``, ``wins``
+    (significance test). Summaries over streams, each with a per-shuffle list ``by_shuffle`` (the claims' samples):
+    ``gap_uniform`` (min over streams of PV_uniform - PV_OPO), ``diff_eps_greedy`` and ``diff_squarecb`` (mean
+    over streams of PV_OPO - PV_other); ``control.uniform.*`` the same with uniform play in place of OPO.
     """
     names, n_shuffles, lam = list(params["streams"]), int(params["shuffles"]), float(params.get("lam", 1.0))
-    specs = [s for fam in STREAM_FAMILIES for s in _grid(params, fam)]
+    n_tune = int(params.get("tune_shuffles", 0))
     rows, per_stream, curves, timings = [], {}, {}, {}
-    by_family = {fam: [config_label(s) for s in _grid(params, fam)] for fam in STREAM_FAMILIES}
+    by_family = {fam: {config_label(s): s for s in _grid(params, fam)} for fam in STREAM_FAMILIES}
+
+    def play(name, spec, role, sh):
+        env_seed, run_seed = _seed(ctx, name, role, "shuffle", str(sh)), _seed(ctx, name, role, "run", str(sh))
+        env = make_env(name, env_seed)
+        agent = make_agent(spec, env, "ridge", 0, lam)
+        start = time.perf_counter()
+        out = run_bandit(env, agent, env.n_rounds, run_seed)
+        timings.setdefault(name, {}).setdefault(config_label(spec), [0.0, 0])
+        timings[name][config_label(spec)][0] += time.perf_counter() - start
+        timings[name][config_label(spec)][1] += env.n_rounds
+        return env.n_rounds, out["pv_loss"]
+
     with threadpool_limits(1):
         for name in names:
-            final = {config_label(s): np.empty(n_shuffles) for s in specs}
-            pv_sum = {}
+            tuning = {}
+            if n_tune:
+                for fam, specs in by_family.items():
+                    for lab, spec in specs.items():
+                        tuning[lab] = float(np.mean([play(name, spec, "tune", sh)[1][-1] for sh in range(n_tune)]))
+                tuned = {fam: min(specs, key=lambda lab: (tuning[lab], lab)) for fam, specs in by_family.items()}
+            else:
+                tuned = {fam: min(specs) for fam, specs in by_family.items()}
+            final, pv_sum = {fam: np.empty(n_shuffles) for fam in by_family}, {}
             for sh in range(n_shuffles):
-                env_seed, run_seed = _seed(ctx, name, "shuffle", str(sh)), _seed(ctx, name, "run", str(sh))
-                for spec in specs:
-                    label = config_label(spec)
-                    env = make_env(name, env_seed)
-                    agent = make_agent(spec, env, "ridge", 0, lam)
-                    start = time.perf_counter()
-                    out = run_bandit(env, agent, env.n_rounds, run_seed)
-                    elapsed = time.perf_counter() - start
-                    timings.setdefault(name, {}).setdefault(label, [0.0, 0])
-                    timings[name][label][0] += elapsed
-                    timings[name][label][1] += env.n_rounds
-                    final[label][sh] = out["pv_loss"][-1]
-                    pv_sum[label] = pv_sum.get(label, 0.0) + out["pv_loss"]
-                    rows.append({"method": label, "seed": sh, "step": env.n_rounds, "metric": "final_pv",
-                                 "value": float(out["pv_loss"][-1]), "stream": name})
-            n = env.n_rounds
-            tuned = {fam: min(labs, key=lambda lab: (final[lab].mean(), lab)) for fam, labs in by_family.items()}
-            for fam, lab in tuned.items():
-                curves[f"{name}__{fam}"] = pv_sum[lab] / n_shuffles
-            pv = {fam: float(final[lab].mean()) for fam, lab in tuned.items()}
+                for fam, lab in tuned.items():
+                    n, pv = play(name, by_family[fam][lab], "eval", sh)
+                    final[fam][sh] = pv[-1]
+                    pv_sum[fam] = pv_sum.get(fam, 0.0) + pv
+                    rows.append({"method": lab, "seed": sh, "step": n, "metric": "final_pv", "value": float(pv[-1]),
+                                 "stream": name})
+            for fam in tuned:
+                curves[f"{name}__{fam}"] = pv_sum[fam] / n_shuffles
+            pv_mean = {fam: float(v.mean()) for fam, v in final.items()}
+            wins = pairwise_wins(pv_mean, n)
             per_stream[name] = {
-                "n": n, "n_actions": env.n_actions, "final_pv": {lab: float(v.mean()) for lab, v in final.items()},
-                "tuned": tuned, "pv": pv, "pv_minus_supervised": {f: pv[f] - pv["supervised"] for f in pv},
-                "per_shuffle": {fam: [float(v) for v in final[lab]] for fam, lab in tuned.items()},
-                "wins": {f"{r['a']}_vs_{r['b']}": r["a_wins"] for r in pairwise_wins(pv, n)},
-                "pval": {f"{r['a']}_vs_{r['b']}": r["pval"] for r in pairwise_wins(pv, n)},
+                "n": n, "n_actions": make_env(name, 0).n_actions, "tuning": {"final_pv": tuning, "shuffles": n_tune},
+                "tuned": tuned, "pv": pv_mean, "pv_minus_supervised": {f: pv_mean[f] - pv_mean["supervised"]
+                                                                        for f in pv_mean},
+                "per_shuffle": {fam: [float(v) for v in final[fam]] for fam in tuned},
+                "wins": {f"{r['a']}_vs_{r['b']}": r["a_wins"] for r in wins},
+                "pval": {f"{r['a']}_vs_{r['b']}": r["pval"] for r in wins},
             }
-            ctx.log(f"{name}: {n} rounds x {n_shuffles} shuffles, {len(specs)} configurations; "
-                    f"tuned OPO {tuned['opo']}")
-    metrics = {"streams": per_stream, "shuffles": n_shuffles}
-    gaps = {name: d["pv"]["uniform"] - d["pv"]["opo"] for name, d in per_stream.items()}
-    metrics["gap_uniform"] = {"min": min(gaps.values()), "by_stream": gaps}
-    for other in ("eps_greedy", "squarecb"):
-        per_shuffle = np.array([[d["per_shuffle"]["opo"][sh] - d["per_shuffle"][other][sh] for d in per_stream.values()]
-                                for sh in range(n_shuffles)]).mean(axis=1)
-        mean, se = mean_and_se(per_shuffle)
-        metrics[f"diff_{other}"] = {"mean": mean, "se": se,
-                                    "by_stream": {nm: d["pv"]["opo"] - d["pv"][other] for nm, d in per_stream.items()}}
+            ctx.log(f"{name}: {n} rounds, tuned on {n_tune} held-out shuffles ({tuned['opo']}), "
+                    f"evaluated on {n_shuffles}")
+    metrics = {"streams": per_stream, "shuffles": n_shuffles, "tune_shuffles": n_tune}
+    metrics.update(_stream_summaries(per_stream, "opo", n_shuffles))
+    metrics["control"] = {"uniform": _stream_summaries(per_stream, "uniform", n_shuffles)}
     write_arrays(ctx.out_dir / "curves.npz", **curves)
     rps = {name: {lab: v[1] / v[0] for lab, v in d.items()} for name, d in timings.items()}
     write_metrics({"rounds_per_second": rps}, ctx.out_dir / "timings.json")
     ctx.record(rounds_per_second=rps)
     return rows, metrics
+
+
+def _stream_summaries(per_stream: dict, learner: str, n_shuffles: int) -> dict:
+    """``gap_uniform`` (min over streams of PV_uniform - PV_learner), ``diff_eps_greedy`` and ``diff_squarecb``
+    (mean over streams of PV_learner - PV_other): means over the streams of the shuffle means, and per-shuffle
+    lists ``by_shuffle`` (shuffle sh of every stream)."""
+    def per_shuffle(fn):
+        return [fn(sh) for sh in range(n_shuffles)]
+
+    ps = {name: d["per_shuffle"] for name, d in per_stream.items()}
+    gaps = {name: d["pv"]["uniform"] - d["pv"][learner] for name, d in per_stream.items()}
+    out = {"gap_uniform": {"min": min(gaps.values()), "by_stream": gaps,
+                           "by_shuffle": per_shuffle(lambda sh: min(p["uniform"][sh] - p[learner][sh]
+                                                                    for p in ps.values()))}}
+    for other in ("eps_greedy", "squarecb"):
+        by_shuffle = per_shuffle(lambda sh: float(np.mean([p[learner][sh] - p[other][sh] for p in ps.values()])))
+        mean, se = mean_and_se(by_shuffle)
+        out[f"diff_{other}"] = {"mean": mean, "se": se, "by_shuffle": by_shuffle,
+                                "by_stream": {nm: d["pv"][learner] - d["pv"][other] for nm, d in per_stream.items()}}
+    return out
 
 
 # ----------------------------------------------------------------------------------------- performance

@@ -28,62 +28,100 @@ def _write_csv(frame: pd.DataFrame, path: Path) -> None:
         frame.to_csv(tmp, index=False, float_format="%.6g")
 
 
-def _main_problem(metrics: dict) -> str:
-    keys = [k for k in metrics if k.startswith("F") and isinstance(metrics[k], dict)]
-    return "F100_A5" if "F100_A5" in keys else keys[0]
+EVAL_CURVES = (("opo_tuned", "opo"), ("opo_tuned_nobonus", "opo_nobonus"), ("opo_theory", "opo_theory"),
+               ("squarecb_tuned", "squarecb"), ("falcon_tuned", "falcon"), ("greedy", "greedy"),
+               ("uniform", "uniform"))
+
+
+def _main_problems(metrics: dict) -> list[str]:
+    """The tuned problems (those with a tuning block), the spec's perturbed class first."""
+    keys = [k for k, v in metrics.items() if isinstance(v, dict) and "tuning" in v]
+    return sorted(keys, key=lambda k: (k.startswith("hidden_"), k))
 
 
 def _regret_curves(results: Path, out: Path) -> None:
     metrics = read_metrics(results / "synthetic" / "metrics.json")
     curves = read_arrays(results / "synthetic" / "curves.npz")
-    pkey = _main_problem(metrics)
-    tuned = metrics[pkey]["tuned"]
-    fig, axes = new_figure(width=5.2, height=3.8)
-    ax = axes[0, 0]
+    pkeys = _main_problems(metrics)
+    fig, axes = new_figure(ncols=len(pkeys), width=4.8, height=3.8)
     K = metrics["K"]
     t = np.arange(1, K + 1)
-    for fam in ("opo", "squarecb", "falcon", "greedy", "uniform"):
-        r = curves[f"{pkey}__{tuned[fam]}"]
-        label = LABELS[fam] + (f" [{tuned[fam]}]" if fam in ("opo", "squarecb", "falcon") else "")
-        keep = r > 0
-        ax.loglog(t[keep], r[keep], color=COLORS[fam], label=label)
-    r_opo = curves[f"{pkey}__{tuned['opo']}"]
-    ax.loglog(t, r_opo[-1] * np.sqrt(t / K), color="0.5", linestyle="--", linewidth=1, label=r"$\propto\sqrt{t}$")
-    ax.set_xlabel("round t")
-    ax.set_ylabel("cumulative pseudo-regret (mean over seeds)")
-    ax.set_title(f"Synthetic finite class {pkey.replace('_', ', ')}, {metrics['seeds']} seeds")
-    ax.legend(fontsize=7)
+    for ax, pkey in zip(axes.ravel(), pkeys):
+        tuned = metrics[pkey]["tuning"]["tuned"]
+        for name, fam in EVAL_CURVES:
+            key = f"{pkey}__{name}"
+            if key not in curves:
+                continue
+            r = curves[key]
+            label = {"opo_nobonus": "OPO, tuned eta, no bonus"}.get(fam, LABELS.get(fam, fam))
+            if fam in tuned:
+                label += f" [{tuned[fam]}]"
+            keep = r > 0
+            ax.loglog(t[keep], r[keep], color=COLORS.get(fam, "0.3"), label=label,
+                      linestyle=":" if fam == "opo_nobonus" else "-")
+        r_opo = curves[f"{pkey}__opo_tuned"]
+        ax.loglog(t, r_opo[-1] * np.sqrt(t / K), color="0.5", linestyle="--", linewidth=1, label=r"$\propto\sqrt{t}$")
+        ax.set_xlabel("round t")
+        ax.set_ylabel("cumulative pseudo-regret (mean over seeds)")
+        kind = "hidden-arm class" if pkey.startswith("hidden_") else "perturbed class (spec)"
+        ax.set_title(f"{kind}, |F| = {metrics[pkey]['n_models']}, |A| = {metrics[pkey]['n_actions']}, "
+                     f"{metrics['eval_seeds']} eval seeds", fontsize=8)
+        ax.legend(fontsize=6)
     save_figure(fig, out / "regret_curves.png")
 
 
 def _heatmap(results: Path, out: Path) -> None:
     metrics = read_metrics(results / "synthetic" / "metrics.json")
-    pkey = _main_problem(metrics)
-    final = metrics[pkey]["final_regret"]
-    grid = {}
-    for label, value in final.items():
-        m = re.fullmatch(r"opo_eta([0-9.e+-]+)_gamma([0-9.e+-]+)", label)
-        if m:
-            grid[(float(m.group(1)), float(m.group(2)))] = value
-    etas = sorted({e for e, _ in grid})
-    gammas = sorted({g for _, g in grid})
-    Z = np.array([[grid.get((e, g), np.nan) for e in etas] for g in gammas])
-    fig, axes = new_figure(width=5.0, height=3.6)
-    ax = axes[0, 0]
-    ax.grid(False)
-    im = ax.imshow(Z, origin="lower", cmap="viridis_r", aspect="auto")
-    ax.set_xticks(range(len(etas)), [f"{e:g}" for e in etas])
-    ax.set_yticks(range(len(gammas)), [f"{g:g}" for g in gammas])
-    ax.set_xlabel(r"$\eta$")
-    ax.set_ylabel(r"$\gamma$ (0 = no bonus)")
-    for i in range(Z.shape[0]):
-        for j in range(Z.shape[1]):
-            if np.isfinite(Z[i, j]):
-                ax.text(j, i, f"{Z[i, j]:.1f}", ha="center", va="center", fontsize=7,
-                        color="w" if Z[i, j] > np.nanmedian(Z) else "k")
-    fig.colorbar(im, ax=ax, label=f"final regret R({metrics['K']})")
-    ax.set_title(f"OPO-CMAB hyper-parameters, {pkey.replace('_', ', ')}")
+    pkeys = _main_problems(metrics)
+    fig, axes = new_figure(ncols=len(pkeys), width=4.6, height=3.6)
+    for ax, pkey in zip(axes.ravel(), pkeys):
+        final = metrics[pkey]["tuning"]["final_regret"]
+        grid = {}
+        for label, value in final.items():
+            m = re.fullmatch(r"opo_eta([0-9.e+-]+)_gamma([0-9.e+-]+)", label)
+            if m:
+                grid[(float(m.group(1)), float(m.group(2)))] = value
+        etas = sorted({e for e, _ in grid})
+        gammas = sorted({g for _, g in grid})
+        Z = np.array([[grid.get((e, g), np.nan) for e in etas] for g in gammas])
+        ax.grid(False)
+        im = ax.imshow(Z, origin="lower", cmap="viridis_r", aspect="auto")
+        ax.set_xticks(range(len(etas)), [f"{e:g}" for e in etas])
+        ax.set_yticks(range(len(gammas)), [f"{g:g}" for g in gammas])
+        ax.set_xlabel(r"$\eta$")
+        ax.set_ylabel(r"$\gamma$ (0 = no bonus)")
+        for i in range(Z.shape[0]):
+            for j in range(Z.shape[1]):
+                if np.isfinite(Z[i, j]):
+                    ax.text(j, i, f"{Z[i, j]:.1f}", ha="center", va="center", fontsize=7,
+                            color="w" if Z[i, j] > np.nanmedian(Z) else "k")
+        fig.colorbar(im, ax=ax, label=f"final regret R({metrics['K']}), tuning seeds")
+        ax.set_title(f"OPO grid on {metrics[pkey]['tuning']['seeds']} held-out seeds, {pkey}", fontsize=8)
     save_figure(fig, out / "hyperparameter_heatmap.png")
+
+
+def _scaling(results: Path, out: Path) -> None:
+    metrics = read_metrics(results / "synthetic" / "metrics.json")
+    sc = metrics.get("scaling")
+    if not sc:
+        return
+    fig, axes = new_figure(width=4.6, height=3.6)
+    ax = axes[0, 0]
+    for a in sorted({a for a, _ in sc["cells"]}):
+        fs = sorted(f for a2, f in sc["cells"] if a2 == a)
+        keys = [f"hidden_F{f}_A{a}" for f in fs]
+        for meth, style in (("opo_theory", "-"), ("greedy", ":")):
+            if all(meth in metrics[k]["final"] for k in keys):
+                ax.plot([np.log(f) for f in fs], [metrics[k]["final"][meth] for k in keys], marker="o",
+                        linestyle=style, label=f"|A| = {a}, {'OPO (theory)' if meth == 'opo_theory' else 'greedy'}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("log |F|")
+    ax.set_ylabel(f"R({sc['K']}) (mean over seeds)")
+    ax.set_title(f"hidden-arm class; fitted exponents: |A| {np.mean(sc['beta_A']):.2f}, "
+                 f"log|F| {np.mean(sc['beta_logF']):.2f} (bound: 0.5)", fontsize=8)
+    ax.legend(fontsize=6)
+    save_figure(fig, out / "scaling.png")
 
 
 def _pv_curves(results: Path, out: Path) -> None:
@@ -174,6 +212,7 @@ def make_figures(results_dir, out_dir, scale: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     _regret_curves(results, out)
     _heatmap(results, out)
+    _scaling(results, out)
     _pv_curves(results, out)
     _pv_table(results, out)
     _significance(results, out)

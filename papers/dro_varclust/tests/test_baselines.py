@@ -70,3 +70,30 @@ def test_baseline_bad_K():
     X, _ = _blocks()
     with pytest.raises(ValueError, match="K must lie"):
         BL.kmeans_variables(X, 16)
+
+
+def test_ssc_omp_recovers_an_exact_two_column_combination():
+    from papers.dro_varclust.baselines import ssc_omp_coefficients
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 6))
+    X[:, 0] = 0.6 * X[:, 1] - 0.8 * X[:, 2]
+    C = ssc_omp_coefficients(X, k_max=2)
+    assert np.all(np.diag(C) == 0)
+    np.testing.assert_allclose(C[:, 0], [0, 0.6, -0.8, 0, 0, 0], atol=1e-10)
+
+
+def test_ensc_column_minimises_its_elastic_net_objective():
+    from papers.dro_varclust.baselines import ensc_coefficients
+    from papers.dro_varclust.data import make_block_factor_data
+    X, _ = make_block_factor_data(20, 12, 2, seed=4)
+    lam, gamma = 0.9, 50.0
+    C = ensc_coefficients(X, lam, gamma)
+    assert np.all(np.diag(C) == 0)
+    others = np.arange(1, 12)
+
+    def f(c):
+        return lam * np.abs(c).sum() + (1 - lam) / 2 * c @ c + gamma / 2 * np.sum((X[:, 0] - X[:, others] @ c) ** 2)
+
+    c = C[others, 0]
+    rng = np.random.default_rng(1)
+    assert all(f(c) <= f(c + 1e-3 * rng.normal(size=c.size)) + 1e-9 for _ in range(30))

@@ -32,3 +32,25 @@ def test_reference_is_reused_or_recomputed_identically(smoke_results, tmp_path):
     ctx.out_dir.mkdir(parents=True)
     _, metrics = E.k_misspecified(dict(cfg), ctx)
     assert metrics == read_metrics(smoke_results / "k_misspecified" / "metrics.json")
+
+
+def test_main_probe_compares_with_the_release_only_at_the_main_configuration(tmp_path):
+    from shared.experiment import RunContext
+
+    ctx = RunContext(name="main_probe", scale="smoke", seed=0, out_dir=tmp_path)
+    _, m = E.main_probe({"n": 20, "p": 30, "K": 3, "seeds": [2021], "n_sim": 50}, ctx)
+    assert m["main_config"] is False and m["acc_minus_published"] is None and len(m["acc_by_seed"]) == 1
+    assert E._is_main({"n": 250, "p": 500, "K": 25, "seeds": list(range(2021, 2031))})
+    assert not E._is_main({"n": 250, "p": 500, "K": 25, "seeds": [2021]})
+
+
+def test_random_affinity_control_is_at_chance():
+    # the control's affinity carries no information about the clusters (AMI near 0), and it is deterministic
+    import numpy as np
+    from papers.dro_varclust.cluster import clustering_scores
+    from papers.dro_varclust.data import make_block_factor_data
+
+    _, y = make_block_factor_data(50, 100, 5, seed=2021)
+    labels = E.random_affinity_labels(100, 5, E.random_affinity_generator(2021))
+    assert clustering_scores(y, labels)["ami"] < 0.1
+    np.testing.assert_array_equal(labels, E.random_affinity_labels(100, 5, E.random_affinity_generator(2021)))

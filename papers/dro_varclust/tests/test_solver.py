@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from papers.dro_varclust.data import make_block_factor_data
-from papers.dro_varclust.solver import dro_objective, prox_operator_norm, solve_dro_nodewise
+from papers.dro_varclust.solver import dro_objective, prox_operator_norm, prox_operator_norm_eigh, solve_dro_nodewise
 
 
 def _rotate(d, seed=0):
@@ -34,6 +34,14 @@ def test_prox_moreau_and_optimality():
 
     for _ in range(50):
         assert f(P) <= f(P + 1e-3 * rng.normal(size=M.shape)) + 1e-12
+
+
+@pytest.mark.parametrize("shape, tau", [((6, 6), 0.0), ((6, 6), 0.7), ((6, 6), 100.0), ((8, 5), 1.3),
+                                        ((40, 40), 2.5)])
+def test_prox_from_eigh_equals_prox_from_svd(shape, tau):
+    # The eigh route (M^T M = V sigma^2 V^T, prox = M - M V_k diag(1 - t/sigma_k) V_k^T) is the same map.
+    M = np.eye(*shape) + 0.3 * np.random.default_rng(2).normal(size=shape)
+    np.testing.assert_allclose(prox_operator_norm_eigh(M, tau), prox_operator_norm(M, tau), atol=1e-10)
 
 
 @pytest.mark.parametrize("M, tau, match", [(np.ones(3), 1.0, "2-D"), (np.eye(2), -1.0, "tau"),
@@ -88,6 +96,21 @@ def test_warm_start_from_the_solution_converges_fast(small):
     assert warm.n_iter <= cold.n_iter
 
 
+@pytest.mark.parametrize("relax", [1.0, 1.5, 1.8])
+def test_over_relaxation_reaches_the_same_optimum(small, reference, relax):
+    X, s = small
+    sol = solve_dro_nodewise(X, s, relax=relax)
+    assert abs(sol.objective - reference.objective) / reference.objective < 1e-5
+
+
+def test_early_stop_returns_an_unconverged_iterate(small, reference):
+    # strict=False returns the iterate after max_iter steps (the solver check's negative control): far from optimal.
+    X, s = small
+    sol = solve_dro_nodewise(X, s, max_iter=3, strict=False)
+    assert sol.n_iter == 3 and np.all(np.diag(sol.B) == 0.0)
+    assert (sol.objective - reference.objective) / reference.objective > 1e-3
+
+
 def test_non_convergence_raises(small):
     X, s = small
     with pytest.raises(RuntimeError, match=r"method='admm'.*1 iterations.*primal residual"):
@@ -96,7 +119,8 @@ def test_non_convergence_raises(small):
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"penalty": 0.0}, "penalty"), ({"penalty": float("nan")}, "penalty"), ({"method": "sgd"}, "method"),
-    ({"rho_init": 0.0}, "rho_init"), ({"warm_start": np.zeros((3, 3))}, "warm_start"),
+    ({"rho_init": 0.0}, "rho_init"), ({"relax": 2.0}, "relax"), ({"relax": 0.0}, "relax"),
+    ({"warm_start": np.zeros((3, 3))}, "warm_start"),
     ({"X": np.ones(5)}, "2-D"), ({"X": np.full((4, 3), np.inf)}, "NaN or Inf"),
 ])
 def test_solver_bad_input(small, kwargs, match):

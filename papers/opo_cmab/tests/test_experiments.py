@@ -53,7 +53,9 @@ def test_loglog_slope():
 
 
 def test_tiny_synthetic_is_deterministic(tmp_path):
-    params = {"problems": [{"n_models": 5, "n_actions": 2, "context_dim": 2}], "K": 40, "seeds": 2,
+    params = {"problems": [{"n_models": 5, "n_actions": 2, "context_dim": 2},
+                           {"n_models": 5, "n_actions": 3, "context_dim": 2, "kind": "hidden_arm", "gap": 0.4}],
+              "K": 40, "tune_seeds": 1, "eval_seeds": 2,
               "checkpoints": [10, 20, 40], "opo_eta": [1.0], "opo_gamma": [0.1], "squarecb_gamma_scale": [10.0],
               "falcon_gamma_scale": [10.0]}
     texts = []
@@ -63,9 +65,27 @@ def test_tiny_synthetic_is_deterministic(tmp_path):
         texts.append(metrics_json(metrics))
     assert texts[0] == texts[1]
     m = metrics["F5_A2"]
-    assert m["tuned"]["opo"] == "opo_eta1_gamma0.1"
-    assert m["final_regret"]["uniform"] > 0
-    assert set(m["slope"]) >= {"opo_tuned", "squarecb_tuned", "falcon_tuned", "uniform", "greedy"}
+    assert m["tuning"]["tuned"]["opo"] == "opo_eta1_gamma0.1"
+    assert m["final"]["uniform"] > 0
+    ps = m["per_seed"]
+    assert {"final", "slope", "normalised", "late_rate", "minus_greedy", "ratio_to_squarecb", "bonus_gain"} <= set(ps)
+    assert all(len(v) == 2 for v in ps["final"].values())
+    # the bonus-removed control keeps the tuned eta and sets gamma = 0
+    np.testing.assert_allclose(np.array(ps["bonus_gain"]["opo_tuned"]),
+                               np.array(ps["final"]["opo_tuned_nobonus"]) - np.array(ps["final"]["opo_tuned"]))
+    assert "hidden_F5_A3" in metrics and metrics["scaling"] is None
+
+
+def test_hidden_arm_class_structure():
+    from papers.opo_cmab.envs import hidden_arm_models
+    thetas, star = hidden_arm_models(np.random.default_rng(0), 50, 4, 3, gap=0.4, bad=1.0, jitter=0.1)
+    assert thetas.shape == (50, 4, 4)
+    np.testing.assert_array_equal(thetas[:, 0, -1], 0.0)   # the safe action is the same in every model
+    np.testing.assert_allclose(thetas[:, :, :-1], np.broadcast_to(thetas[0, 0, :-1], (50, 4, 3)))  # one shared slope
+    bias = thetas[star, 1:, -1]
+    assert np.sum(bias == -0.4) == 1 and np.sum(bias == 1.0) == 2   # f*: one hidden good action, the rest bad
+    with pytest.raises(ValueError, match="n_actions"):
+        hidden_arm_models(np.random.default_rng(0), 5, 1, 3)
 
 
 def test_jackknife_of_the_mean_is_the_standard_error():
