@@ -17,6 +17,7 @@ from shared import results, seeding
 from shared.experiment import RunContext, main
 from shared.timing import time_calls
 
+from .bandit import run_mnl_bandit
 from .learning import fit_mnl_mle, make_contextual_data
 from .mnl import is_revenue_ordered, mnl_revenue, revenue_ordered_sets, solve_mnl_assortment, solve_mnl_lp
 from .online import etc_expected_regret, etc_exploration_length, robust_decision_gaps
@@ -53,7 +54,7 @@ def run_exactness(params: dict, ctx: RunContext):
     """
     divs, caps = params["divergences"], [_cap(c) for c in params["capacities"]]
     combos = list(itertools.product(caps, divs))
-    rows, table = [], []
+    rows, table, not_ordered = [], [], []
     with threadpool_limits(1):
         for k, rng in enumerate(_rngs(ctx, params["n_instances"], "instances")):
             cap, div = combos[k % len(combos)]
@@ -62,12 +63,15 @@ def run_exactness(params: dict, ctx: RunContext):
             v, r = random_instance(rng, n_items)
             brute = solve_drao(v, r, rho, div, cap, method="brute")
             fast = solve_drao(v, r, rho, div, cap, method="fast")
-            prefix_best = max(robust_revenue(v, r, S, rho, div) for S in revenue_ordered_sets(r))
-            prefix_ok = abs(brute.value - prefix_best) <= 1e-9 if cap is None else None
+            prefix_sets = [S for S in revenue_ordered_sets(r) if cap is None or len(S) <= cap]
+            prefix_best = max(robust_revenue(v, r, S, rho, div) for S in prefix_sets)
+            prefix_ok = abs(brute.value - prefix_best) <= 1e-9
+            if cap is None:
+                not_ordered.append(float(not is_revenue_ordered(fast.items, r)))
             table.append({"instance": k, "N": n_items, "C": _cap_label(cap), "rho": rho, "divergence": div,
                           "brute_value": brute.value, "fast_value": fast.value,
                           "shortfall": brute.value - fast.value, "same_set": brute.items == fast.items,
-                          "prefix_optimal": "" if prefix_ok is None else bool(prefix_ok),
+                          "prefix_optimal": bool(prefix_ok), "prefix_shortfall": brute.value - prefix_best,
                           "brute_items": " ".join(map(str, brute.items)),
                           "fast_items": " ".join(map(str, fast.items))})
             for method, a in (("brute", brute), ("fast", fast)):
@@ -77,7 +81,13 @@ def run_exactness(params: dict, ctx: RunContext):
     with results.atomic_path(ctx.out_dir / "exactness.csv") as tmp:
         frame.to_csv(tmp, index=False, float_format="%.17g")
     unc = frame[frame["C"] == "none"]
+    capd = frame[frame["C"] != "none"]
     metrics = {
+        # controls: the revenue-ordered sets with |S| <= C as the solver (the naive restriction under capacity)
+        "control": {"prefix_only_max_shortfall": float(capd["prefix_shortfall"].max()) if len(capd) else 0.0,
+                    "prefix_fraction_capacitated": float(capd["prefix_optimal"].astype(bool).mean())
+                    if len(capd) else 1.0,
+                    "uncapacitated_fraction_not_revenue_ordered": float(np.mean(not_ordered)) if not_ordered else 0.0},
         "max_shortfall": float(frame["shortfall"].max()),
         "min_shortfall": float(frame["shortfall"].min()),
         "same_set_fraction": float(frame["same_set"].mean()),
@@ -133,13 +143,14 @@ def run_value_of_robustness(params: dict, ctx: RunContext):
     with threadpool_limits(1):
         nominal = [solve_mnl_assortment(v, r) for v, r in instances]
         kl_rho = float(params["kl_rho"])
-        gain, loss, size_r, size_n = [], [], [], []
+        gain, loss, size_r, size_n, loss_all = [], [], [], [], []
         for k, ((v, r), nom) in enumerate(zip(instances, nominal)):
             rob = solve_drao(v, r, kl_rho, "kl")
             wc_nom = robust_revenue(v, r, nom.items, kl_rho, "kl")
             rev_rob = mnl_revenue(v, r, rob.items)
             gain.append((rob.value - wc_nom) / wc_nom)
             loss.append((nom.value - rev_rob) / nom.value)
+            loss_all.append((nom.value - mnl_revenue(v, r, range(n_items))) / nom.value)
             size_r.append(len(rob.items))
             size_n.append(len(nom.items))
         m_gain, se_gain = _mean_se(gain)
@@ -149,10 +160,21 @@ def run_value_of_robustness(params: dict, ctx: RunContext):
                          "mean_rel_nominal_loss": m_loss, "se_rel_nominal_loss": se_loss,
                          "mean_size_robust": float(np.mean(size_r)), "mean_size_nominal": float(np.mean(size_n)),
                          "mean_size_diff": m_diff, "se_size_diff": se_diff,
-                         "fraction_changed": float(np.mean(np.array(size_r) != np.array(size_n)))}
+                         "fraction_changed": float(np.mean(np.array(size_r) != np.array(size_n))),
+                         "rel_gain_per_instance": gain, "rel_nominal_loss_per_instance": loss,
+                         "size_diff_per_instance": [float(a - b) for a, b in zip(size_r, size_n)],
+                         "equal_per_instance": [float(a == b) for a, b in zip(size_r, size_n)],
+                         # control of nominal-cost: offering every item instead of the robust set
+                         "control_all_items_nominal_loss_per_instance": loss_all}
         tv_rho = float(params["tv_rho"])
-        equal = [solve_drao(v, r, tv_rho, "tv").items == nom.items for (v, r), nom in zip(instances, nominal)]
-        metrics["tv"] = {"rho": tv_rho, "equal_fraction": float(np.mean(equal)), "n_instances": len(equal)}
+        tv_sets = [solve_drao(v, r, tv_rho, "tv").items for v, r in instances]
+        equal = [S == nom.items for S, nom in zip(tv_sets, nominal)]
+        metrics["tv"] = {"rho": tv_rho, "equal_fraction": float(np.mean(equal)), "n_instances": len(equal),
+                         "equal_per_instance": [float(e) for e in equal],
+                         "size_diff_per_instance": [float(len(S) - len(nom.items)) for S, nom in zip(tv_sets, nominal)]}
+        # the KL set differs from the nominal one when either its items or its size do
+        metrics["kl"]["equal_per_instance"] = [float(solve_drao(v, r, kl_rho, "kl").items == nom.items)
+                                               for (v, r), nom in zip(instances, nominal)]
         sweep = {}
         n_sweep = int(params["n_sweep"])
         for div in params["divergences"]:
@@ -160,12 +182,13 @@ def run_value_of_robustness(params: dict, ctx: RunContext):
             for rho in params["sweep_rhos"]:
                 if div == "tv" and rho > 1:
                     continue
-                wc_r, wc_n, sz = [], [], []
+                wc_r, wc_n, sz, rel = [], [], [], []
                 for k in range(n_sweep):
                     (v, r), nom = instances[k], nominal[k]
                     rob = solve_drao(v, r, rho, div)
                     wc_r.append(rob.value)
                     wc_n.append(robust_revenue(v, r, nom.items, rho, div))
+                    rel.append((wc_r[-1] - wc_n[-1]) / wc_n[-1] if wc_n[-1] > 0 else 0.0)
                     sz.append(len(rob.items))
                     for method, val in (("robust", rob.value), ("nominal", wc_n[-1])):
                         rows.append({"method": method, "seed": k, "step": 0, "metric": "worst_case_revenue",
@@ -174,8 +197,11 @@ def run_value_of_robustness(params: dict, ctx: RunContext):
                                  "divergence": div, "rho": rho})
                 sweep[div][f"{rho:g}"] = {"mean_wc_robust": float(np.mean(wc_r)),
                                           "mean_wc_nominal": float(np.mean(wc_n)),
-                                          "mean_size_robust": float(np.mean(sz))}
+                                          "mean_size_robust": float(np.mean(sz)),
+                                          "rel_gain_per_instance": rel}
         metrics["sweep"] = sweep
+        if "kl" in sweep and "0.01" in sweep["kl"]:  # control of robust-gain: a tiny ball
+            metrics["control_kl_rho_0p01_rel_gain_per_instance"] = sweep["kl"]["0.01"]["rel_gain_per_instance"]
         metrics["sweep_mean_size_nominal"] = float(np.mean([len(a.items) for a in nominal[:n_sweep]]))
     for k in range(len(instances)):
         rows.append({"method": "nominal", "seed": k, "step": 0, "metric": "size", "value": len(nominal[k].items),
@@ -254,6 +280,7 @@ def run_sample_complexity(params: dict, ctx: RunContext):
     ns = [int(n) for n in params["ns"]]
     err = {n: [] for n in ns}
     gap = {k: {n: [] for n in ns} for k in keys}
+    random_gap = {n: [] for n in ns}  # control: a uniformly random assortment of offer_size items per context
     rows = []
     with threadpool_limits(1):
         for rep, rng in enumerate(_rngs(ctx, params["n_reps"], "reps")):
@@ -262,7 +289,11 @@ def run_sample_complexity(params: dict, ctx: RunContext):
             v_true = np.exp(test @ theta)
             best = {k: [solve_drao(v, r, rho, div, cap) for v in v_true]
                     for k, (div, rho, cap) in zip(keys, configs)}
+            div0, rho0, _ = configs[0]
             for n in ns:
+                picks = [sorted(int(i) for i in rng.choice(n_items, size=offer, replace=False)) for _ in v_true]
+                random_gap[n].append(float(np.mean([b.value - robust_revenue(v, r, S, rho0, div0)
+                                                     for b, v, S in zip(best[keys[0]], v_true, picks)])))
                 theta_hat = fit_mnl_mle(feats[:n], offered[:n], choices[:n])
                 e = float(np.linalg.norm(theta_hat - theta))
                 err[n].append(e)
@@ -290,6 +321,9 @@ def run_sample_complexity(params: dict, ctx: RunContext):
     first = decisions[keys[0]]
     metrics = {
         "err_slope": slope, "err_slope_se": _mean_se(per_rep)[1],
+        "err_slope_per_rep": [float(x) for x in per_rep],
+        # control of decision-rate: random assortments (no learning)
+        "control_random_gap_ratio": float(np.mean(random_gap[ns[-1]]) / np.mean(random_gap[ns[0]])),
         "gap_ratio": first["gap_ratio"],
         "max_gap_ratio": float(max(dd["gap_ratio"] for dd in decisions.values())),
         "min_gap_at_largest_n": float(min(gap[keys[0]][ns[-1]])),
@@ -334,7 +368,7 @@ def run_shift(params: dict, ctx: RunContext):
     results.write_arrays(ctx.out_dir / "shift_revenues.npz", robust=np.array(plot_rev["robust"]),
                          nominal=np.array(plot_rev["nominal"]))
     m, se = _mean_se(diffs)
-    metrics = {"mean_q05_diff": m, "se_q05_diff": se, "mean_q05_robust": float(np.mean(q_rob)),
+    metrics = {"mean_q05_diff": m, "se_q05_diff": se, "q05_diff_per_instance": [float(x) for x in diffs], "mean_q05_robust": float(np.mean(q_rob)),
                "mean_q05_nominal": float(np.mean(q_nom)), "fraction_robust_better": float(np.mean(np.array(diffs) > 0)),
                "fraction_equal": float(np.mean(np.array(diffs) == 0)), "n_instances": len(diffs)}
     return rows, metrics
@@ -444,11 +478,14 @@ def run_capacitated_sweep(params: dict, ctx: RunContext):
                                           "mean_wc_nominal": float(np.mean(wc_n)),
                                           "mean_size_robust": float(np.mean(sz)),
                                           "mean_rel_gain": m_rel, "se_rel_gain": se_rel,
+                                          "rel_gain_per_instance": rel,
                                           "min_gain": float(gain.min()),
                                           "fraction_changed": float(np.mean(gain > 1e-12)),
                                           "fraction_not_revenue_ordered": float(np.mean(nonprefix))}
     f_div, f_rho = params["focus_divergence"], float(params["focus_rho"])
+    small = sweep.get(f_div, {}).get(f"{min(float(x) for x in params['rhos']):g}", {})
     metrics = {"capacity": cap, "n_items": n_items, "n_instances": len(instances), "sweep": sweep,
+               "control_smallest_rho_rel_gain_per_instance": small.get("rel_gain_per_instance", []),
                "focus": {"divergence": f_div, "rho": f_rho, **sweep[f_div][f"{f_rho:g}"]},
                "mean_size_nominal": float(np.mean([len(a.items) for a in nominal])),
                "min_gain": float(min(all_gain)),
@@ -517,6 +554,64 @@ def run_online(params: dict, ctx: RunContext):
     return rows, metrics
 
 
+# ----------------------------------------------------------------------------------------------------------
+def _loglog_slope(x, y) -> float:
+    return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
+
+
+def run_bandit(params: dict, ctx: RunContext):
+    """Realised regret of MNL-bandit learners (``bandit.run_mnl_bandit``) on random instances, one per seed.
+
+    Learners: ``robust`` (optimistic robust UCB, radius rho), ``nominal`` (Agrawal et al. epoch UCB),
+    ``robust_rho0`` (the robust learner with radius 0: the ambiguity switched off) and ``random`` (uniformly
+    random offers). Every learner runs on the same instance with its own stream, from the same seed.
+    Per seed: cumulative robust regret, shift regret and nominal regret at the checkpoints; the log-log slope
+    of the robust regret over the checkpoints; the ratios and per-round differences the claims read.
+    """
+    n_items, horizon = int(params["n_items"]), int(params["horizon"])
+    rho, div, cap = float(params["rho"]), params["divergence"], _cap(params.get("capacity"))
+    checkpoints = [int(c) for c in params["checkpoints"]]
+    if checkpoints[-1] != horizon:
+        raise ValueError(f"the last checkpoint must be the horizon {horizon}, got {checkpoints[-1]}")
+    learners = {"robust": ("robust", None), "nominal": ("nominal", None), "robust_rho0": ("robust", 0.0),
+                "random": ("random", None)}
+    rows, per = [], {m: {"robust": [], "shift": [], "nominal": [], "slope": [], "epochs": []} for m in learners}
+    with threadpool_limits(1):
+        for seed, rng in enumerate(_rngs(ctx, params["seeds"], "instances")):
+            v, r = random_instance(rng, n_items)
+            for name, (objective, lrho) in learners.items():
+                run = run_mnl_bandit(v, r, horizon, ctx.generator("bandit", str(seed)), objective=objective,
+                                     rho=rho, divergence=div, capacity=cap, bonus=float(params["bonus"]),
+                                     learner_rho=lrho)
+                reg = [float(run.robust_regret[c - 1]) for c in checkpoints]
+                per[name]["robust"].append(reg[-1])
+                per[name]["shift"].append(float(run.shift_regret[-1]))
+                per[name]["nominal"].append(float(run.nominal_regret[-1]))
+                per[name]["slope"].append(_loglog_slope(checkpoints, np.maximum(reg, 1e-12)))
+                per[name]["epochs"].append(run.n_epochs)
+                for c in checkpoints:
+                    for metric, arr in (("robust_regret", run.robust_regret), ("shift_regret", run.shift_regret),
+                                        ("nominal_regret", run.nominal_regret)):
+                        rows.append({"method": name, "seed": seed, "step": c, "metric": metric,
+                                     "value": float(arr[c - 1])})
+            ctx.log(f"bandit: instance {seed + 1}/{params['seeds']} done")
+    rob, nom, off = per["robust"], per["nominal"], per["robust_rho0"]
+    metrics = {
+        "horizon": horizon, "checkpoints": checkpoints, "rho": rho, "divergence": div, "capacity": _cap_label(cap),
+        "bonus": float(params["bonus"]),
+        "per_seed": {m: {"robust_regret": p["robust"], "shift_regret": p["shift"], "nominal_regret": p["nominal"],
+                         "regret_slope": p["slope"], "epochs": p["epochs"]} for m, p in per.items()},
+        # nominal-UCB / robust-UCB cumulative robust regret at T (and the same with the robust learner at rho 0)
+        "regret_ratio_nominal_to_robust": [a / max(b, 1e-12) for a, b in zip(nom["robust"], rob["robust"])],
+        "control_regret_ratio_nominal_to_rho0": [a / max(b, 1e-12) for a, b in zip(nom["robust"], off["robust"])],
+        # per-round revenue advantage of the robust learner under the shift (and with the radius switched off)
+        "shift_gain_per_round": [(a - b) / horizon for a, b in zip(nom["shift"], rob["shift"])],
+        "control_shift_gain_per_round_rho0": [(a - b) / horizon for a, b in zip(nom["shift"], off["shift"])],
+        "nominal_gain_per_round": [(a - b) / horizon for a, b in zip(nom["nominal"], rob["nominal"])],
+    }
+    return rows, metrics
+
+
 EXPERIMENTS = {
     "exactness": run_exactness,
     "duality": run_duality,
@@ -527,6 +622,7 @@ EXPERIMENTS = {
     "performance": run_performance,
     "capacitated_sweep": run_capacitated_sweep,
     "online": run_online,
+    "bandit": run_bandit,
 }
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import pandas as pd
 from shared import results
 from shared.plotting import main, method_colors, new_figure, save_figure
 
-METHODS = ["robust", "nominal", "fast", "brute", "reference"]
+METHODS = ["robust", "nominal", "fast", "brute", "reference", "random", "robust_rho0"]
 COLORS = method_colors(METHODS)
 DIVERGENCE_NAMES = {"tv": "TV", "kl": "KL", "chi2": r"$\chi^2$"}
 
@@ -167,6 +167,27 @@ def _online(res: Path, out: Path) -> None:
     save_figure(fig, out / "online_regret.png")
 
 
+def _bandit(res: Path, out: Path) -> None:
+    """Cumulative robust regret and realised regret under the shift against t, per learner (mean, min-max)."""
+    df = results.read_tidy(res / "bandit" / "results.csv")
+    m = results.read_metrics(res / "bandit" / "metrics.json")
+    labels = {"robust": "robust UCB (ours)", "nominal": "nominal UCB (Agrawal et al.)", "random": "random offers"}
+    fig, axes = new_figure(ncols=2, width=3.8, height=3.0)
+    for ax, metric, title in zip(axes[0], ("robust_regret", "shift_regret"),
+                                 ("robust pseudo-regret", "realised regret, shifted customers")):
+        for name, label in labels.items():
+            g = df[(df["method"] == name) & (df["metric"] == metric)]
+            stats = g.groupby("step")["value"].agg(["mean", "min", "max"]).sort_index()
+            ax.plot(stats.index, stats["mean"], "o-", ms=3, color=COLORS[name], label=label)
+            ax.fill_between(stats.index, stats["min"], stats["max"], color=COLORS[name], alpha=0.15, lw=0)
+        ax.set_xscale("log")
+        ax.set_xlabel("round t")
+        ax.set_ylabel("cumulative regret")
+        ax.set_title(f"{title} ({m['divergence'].upper()}, rho = {m['rho']:g})", fontsize=8)
+    axes[0][0].legend(fontsize=6)
+    save_figure(fig, out / "bandit_regret.png")
+
+
 def _shift_tail(res: Path, out: Path) -> None:
     arr = results.read_arrays(res / "shift" / "shift_revenues.npz")
     k = arr["robust"].shape[0]
@@ -206,6 +227,7 @@ def make_figures(results_dir, out_dir, scale: str) -> None:
     _sample_complexity(res, out)
     _shift_tail(res, out)
     _online(res, out)
+    _bandit(res, out)
     _performance(res, out)
 
 

@@ -18,7 +18,7 @@ from .links import get_link
 
 __all__ = ["SIMData", "ADVERSARIES", "make_sim_data", "draw_noise"]
 
-ADVERSARIES = ("none", "A1", "A2", "A3", "A4")
+ADVERSARIES = ("none", "A1", "A2", "A3", "A4", "A5", "A6")
 
 
 @dataclass
@@ -59,6 +59,13 @@ def make_sim_data(n: int, d: int, *, link: str, sigma: float, eps: float = 0.0, 
     - ``A2`` planted model: beta_alt = (beta* + v)/||beta* + v||, x unchanged, y' = f(x^T beta_alt) + zeta' + sigma;
     - ``A3`` response flip: y' = -5 y, x unchanged;
     - ``A4`` leverage: x' = 10 v, y' = 0;
+    - ``A5`` filter-aware spike (knows the threshold t of the stability filter of
+      :func:`papers.robust_sim.method.robust_spectral_init`): m = (beta* + v)/sqrt(2), x' = 3 s m (s = +-1),
+      y' = sqrt(0.999 t) / 3, so every corrupted score (m^T u')^2 sits just below t and survives the filter
+      while tilting the top eigenvector towards m as much as the filter allows;
+    - ``A6`` gross plus hidden: the first half of the corrupted rows (in index order) as in A1, the other half
+      keeps x and shifts the response by sigma / sqrt(eps), y' = y + sigma / sqrt(eps), a shift of the gradient
+      mean of order sigma sqrt(eps) that stays within the noise (the case that makes O(sigma sqrt(eps)) tight);
     - ``none``: no corruption (only with eps = 0).
     """
     n = check_int(n, "n", 2)
@@ -101,4 +108,19 @@ def make_sim_data(n: int, d: int, *, link: str, sigma: float, eps: float = 0.0, 
         elif adversary == "A4":
             X[idx] = 10.0 * v[None, :]
             y[idx] = 0.0
+        elif adversary == "A5":
+            from .method import clean_score_threshold  # the adversary knows the filter
+
+            t = clean_score_threshold(link, sigma, eps, noise_df)
+            m = (beta + v) / math.sqrt(2.0)
+            s = np.where(rng.random(k) < 0.5, -1.0, 1.0)
+            X[idx] = 3.0 * s[:, None] * m[None, :]
+            y[idx] = math.sqrt(0.999 * t) / 3.0
+        elif adversary == "A6":
+            gross, hidden = idx[: (k + 1) // 2], idx[(k + 1) // 2:]
+            s = np.where(rng.random(len(gross)) < 0.5, -1.0, 1.0)
+            Xc = 0.5 * rng.standard_normal((len(gross), d)) + 3.0 * s[:, None] * v[None, :]
+            X[gross] = Xc
+            y[gross] = f(Xc @ v) + 2.0
+            y[hidden] = y[hidden] + sigma / math.sqrt(eps)
     return SIMData(X=X, y=y, beta_star=beta, corrupted=corrupted)

@@ -9,15 +9,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from shared import seeding
 from shared.experiment import RunContext, main
-from shared.results import mean_and_se, read_metrics
+from shared.results import mean_and_se
 from shared.timing import time_calls
 
-from .baselines import fit_huber, fit_itlm, random_unit, stein_init
+from .baselines import fit_huber, fit_itlm, pairwise_filter_mean, random_unit, stein_init
 from .data import make_sim_data
 from .links import LINK_NAMES, get_link, link_constants
 from .method import (estimation_error, fit_robust_sim, gradient_matrix, robust_mean, robust_spectral_init,
@@ -58,21 +57,50 @@ class _Rows:
                           **setting})
 
 
+def _pipeline_fit(D, link, eps, params, **kw):
+    """fit_robust_sim with the experiment's step size, iterations, sigma and noise law."""
+    return fit_robust_sim(D.X, D.y, link, eps, eta=_eta(params, link), n_iter=int(params["n_iter"]),
+                          sigma=float(params["sigma"]), noise_df=_noise_df(params), **kw)
+
+
+def _scores(fit_beta, w0, D, even) -> dict:
+    return {"err": estimation_error(fit_beta, D.beta_star, even=even),
+            "init_err": estimation_error(w0, D.beta_star, even=even),
+            "init_sin": sin_angle(w0, D.beta_star), "sin": sin_angle(fit_beta, D.beta_star)}
+
+
 def _fit_methods(methods, D, link, eps, params, ctx, tag) -> dict:
-    """Fit every method of ``methods`` on one data set; returns {method: {"err": .., "init_err": .., ...}}."""
+    """Fit every method of ``methods`` on one data set; returns {method: {"err": .., "init_err": .., ...}}.
+
+    Methods: ``robust`` (stability-filter init + robust GD), ``robust_budget`` (the fixed-budget init filter +
+    robust GD), ``robust_init_plain_gd`` (robust init, then plain-mean GD: the gradient filter removed),
+    ``robust_mirror_init`` (robust GD from the mirrored robust init -w_0, a start outside the basin),
+    ``nonrobust`` (eps = 0 throughout), ``huber``/``huber_l2`` (scipy least_squares soft-L1/Huber from the plain
+    spectral start), ``huber_robust_start`` (scipy Huber from the robust spectral start), ``itlm``, ``stein``,
+    ``random`` (robust GD from a random unit vector)."""
     lk = get_link(link)
-    T = int(params["n_iter"])
     eta = _eta(params, link)
+    sigma, nu = float(params["sigma"]), _noise_df(params)
     out = {}
     for m in methods:
-        if m == "robust" or m == "nonrobust":
-            fit = fit_robust_sim(D.X, D.y, link, eps if m == "robust" else 0.0, eta=eta, n_iter=T)
-            out[m] = {"err": estimation_error(fit.beta, D.beta_star, even=lk.even),
-                      "init_err": estimation_error(fit.beta_init, D.beta_star, even=lk.even),
-                      "init_sin": sin_angle(fit.beta_init, D.beta_star),
-                      "sin": sin_angle(fit.beta, D.beta_star)}
+        if m in ("robust", "nonrobust", "robust_budget"):
+            fit = _pipeline_fit(D, link, 0.0 if m == "nonrobust" else eps, params,
+                                init_filter="budget" if m == "robust_budget" else "threshold")
+            out[m] = _scores(fit.beta, fit.beta_init, D, lk.even)
+        elif m == "robust_mirror_init":
+            w0 = -robust_spectral_init(D.X, D.y, eps, link=link, sigma=sigma, noise_df=nu)
+            fit = _pipeline_fit(D, link, eps, params, init=w0)
+            out[m] = _scores(fit.beta, w0, D, lk.even)
+        elif m == "robust_init_plain_gd":
+            w0 = robust_spectral_init(D.X, D.y, eps, link=link, sigma=sigma, noise_df=nu)
+            fit = _pipeline_fit(D, link, 0.0, params, init=w0)
+            out[m] = _scores(fit.beta, w0, D, lk.even)
         elif m in ("huber", "huber_l2"):
             beta = fit_huber(D.X, D.y, link, loss="soft_l1" if m == "huber" else "huber")
+            out[m] = {"err": estimation_error(beta, D.beta_star, even=lk.even)}
+        elif m == "huber_robust_start":
+            w0 = robust_spectral_init(D.X, D.y, eps, link=link, sigma=sigma, noise_df=nu)
+            beta = fit_huber(D.X, D.y, link, loss="huber", init=w0)
             out[m] = {"err": estimation_error(beta, D.beta_star, even=lk.even)}
         elif m == "itlm":
             beta = fit_itlm(D.X, D.y, link, eps, eta=eta)
@@ -81,23 +109,20 @@ def _fit_methods(methods, D, link, eps, params, ctx, tag) -> dict:
             if abs(link_constants(link)["E_df"]) < 1e-8:
                 continue  # E f'(Z) = 0: the first-order Stein estimate is undefined for even links
             w0 = stein_init(D.X, D.y, link, eps)
-            fit = fit_robust_sim(D.X, D.y, link, eps, eta=eta, n_iter=T, init=w0)
-            out[m] = {"err": estimation_error(fit.beta, D.beta_star, even=lk.even),
-                      "init_err": estimation_error(w0, D.beta_star, even=lk.even),
-                      "init_sin": sin_angle(w0, D.beta_star)}
+            fit = _pipeline_fit(D, link, eps, params, init=w0)
+            out[m] = _scores(fit.beta, w0, D, lk.even)
         elif m == "random":
             w0 = random_unit(D.X.shape[1], ctx.generator("random_init", *tag))
-            fit = fit_robust_sim(D.X, D.y, link, eps, eta=eta, n_iter=T, init=w0)
-            out[m] = {"err": estimation_error(fit.beta, D.beta_star, even=lk.even),
-                      "init_err": estimation_error(w0, D.beta_star, even=lk.even),
-                      "init_sin": sin_angle(w0, D.beta_star)}
+            fit = _pipeline_fit(D, link, eps, params, init=w0)
+            out[m] = _scores(fit.beta, w0, D, lk.even)
         else:
             raise ValueError(f"unknown method {m!r} in params 'methods'")
     return out
 
 
 def _summarise(per_seed: list[dict]) -> dict:
-    """Means and standard errors over seeds of every (method, metric), plus robust/non-robust ratios."""
+    """Means, standard errors and per-seed lists of every (method, metric), plus per-seed ratios:
+    ``ratio_to_nonrobust_per_seed[m]`` = err_m / err_nonrobust and ``ratio_final_to_init_per_seed[m]``."""
     res = {}
     methods = per_seed[0].keys()
     for m in methods:
@@ -106,19 +131,21 @@ def _summarise(per_seed: list[dict]) -> dict:
             mean, se = mean_and_se(vals)
             res.setdefault(metric, {})[m] = mean
             res.setdefault(f"{metric}_se", {})[m] = se
-    if "robust" in methods and "nonrobust" in methods:
-        ratios = [s["robust"]["err"] / s["nonrobust"]["err"] for s in per_seed]
-        res["ratio_robust_to_nonrobust"] = res["err"]["robust"] / res["err"]["nonrobust"]
-        res["ratio_robust_to_nonrobust_se"] = mean_and_se(ratios)[1]
-    if "robust" in methods:
-        ratios = [s["robust"]["err"] / s["robust"]["init_err"] for s in per_seed]
-        res["ratio_final_to_init"] = res["err"]["robust"] / res["init_err"]["robust"]
-        res["ratio_final_to_init_se"] = mean_and_se(ratios)[1]
+            res.setdefault(f"{metric}_per_seed", {})[m] = [float(v) for v in vals]
+    if "nonrobust" in methods:
+        for m in methods:
+            res.setdefault("ratio_to_nonrobust_per_seed", {})[m] = [s[m]["err"] / s["nonrobust"]["err"]
+                                                                    for s in per_seed]
+    for m in methods:
+        if "init_err" in per_seed[0][m]:
+            res.setdefault("ratio_final_to_init_per_seed", {})[m] = [s[m]["err"] / s[m]["init_err"]
+                                                                     for s in per_seed]
     return res
 
 
 def _contaminated_grid(params, ctx, eps_values, rows: _Rows, label: str) -> dict:
-    """Fit ``params['methods']`` for every adversary x link x eps x seed; metrics[adv][link][eps_key]."""
+    """Fit ``params['methods']`` for every adversary x link x eps x seed; metrics[adv][link][eps_key].
+    ``methods`` is a list, or a mapping adversary -> list with a ``default`` entry."""
     n, d, sigma = int(params["n"]), int(params["d"]), float(params["sigma"])
     metrics = {}
     clean_cache = {}  # eps = 0: the data do not depend on the adversary, and robust == non-robust
@@ -133,13 +160,10 @@ def _contaminated_grid(params, ctx, eps_values, rows: _Rows, label: str) -> dict
                         D = make_sim_data(n, d, link=link, sigma=sigma, eps=eps,
                                           adversary=adv if eps > 0 else "none", noise_df=_noise_df(params),
                                           seed=data_seed(ctx.seed, s))
-                        methods = list(params["methods"])
-                        if eps == 0 and "robust" in methods and "nonrobust" in methods:
-                            methods.remove("nonrobust")  # identical computation at eps = 0
-                        res = _fit_methods(methods, D, link, eps, params, ctx, (adv, link, key(eps), str(s)))
-                        if eps == 0 and "robust" in res and "nonrobust" in params["methods"]:
-                            res = {"robust": res["robust"], "nonrobust": dict(res["robust"]),
-                                   **{m: v for m, v in res.items() if m != "robust"}}
+                        methods = params["methods"]
+                        methods = list(methods.get(adv, methods["default"]) if isinstance(methods, dict) else methods)
+                        res = _fit_methods(methods, D, link, eps, params, ctx,
+                                           (adv, link, key(eps), str(s)))
                         if eps == 0:
                             clean_cache[(link, s)] = res
                     per_seed.append(res)
@@ -198,6 +222,8 @@ def run_esc_init(params: dict, ctx: RunContext):
             c = link_constants(link)
             (mt, st), (mb, sb) = mean_and_se(tops), mean_and_se(bottoms)
             metrics[link] = {"top_abs_cos": mt, "top_abs_cos_se": st, "bottom_abs_cos": mb, "bottom_abs_cos_se": sb,
+                             "top_abs_cos_per_seed": [float(v) for v in tops],
+                             "bottom_abs_cos_per_seed": [float(v) for v in bottoms],
                              "esc": c["esc"], "E_d2f": c["E_d2f"], "E_f_sq": c["E_f_sq"]}
     metrics["constants"] = {lk: link_constants(lk) for lk in LINK_NAMES}  # Gaussian constants of every link
     positive = [lk for lk in params.get("esc_positive_links", ["gelu", "swish", "tanh"]) if lk in metrics]
@@ -206,6 +232,8 @@ def run_esc_init(params: dict, ctx: RunContext):
         metrics["min_top_abs_cos_positive_esc"] = metrics[worst]["top_abs_cos"]
         metrics["min_top_abs_cos_positive_esc_se"] = metrics[worst]["top_abs_cos_se"]
         metrics["min_top_abs_cos_link"] = worst
+        metrics["min_top_abs_cos_positive_esc_per_seed"] = [
+            float(min(metrics[lk]["top_abs_cos_per_seed"][s] for lk in positive)) for s in range(int(params["seeds"]))]
     return rows.rows, metrics
 
 
@@ -215,128 +243,136 @@ def _slope(ns, errs) -> float:
 
 
 def run_rate(params: dict, ctx: RunContext):
-    """Final error at eps = 0 against n = (n/d) d; slope of log err vs log n (theory: -1/2)."""
+    """Final error at eps = 0 against n = (n/d) d; slope of log err vs log n (theory: -1/2).
+
+    Control (``control_link``): the same fits with a wrong link, whose bias does not vanish with n."""
     rows = _Rows()
     link, sigma = params["link"], float(params["sigma"])
+    wrong = params.get("control_link")
     metrics = {}
     with threadpool_limits(1):
         for d in params["d_list"]:
             d = int(d)
             ns = [int(r) * d for r in params["n_per_d"]]
-            errs = np.zeros((int(params["seeds"]), len(ns)))
+            fits = [("fit", link)] + ([("control", wrong)] if wrong else [])
+            errs = {name: np.zeros((int(params["seeds"]), len(ns))) for name, _ in fits}
             for j, n in enumerate(ns):
-                for s in range(errs.shape[0]):
+                for s in range(int(params["seeds"])):
                     D = make_sim_data(n, d, link=link, sigma=sigma, noise_df=_noise_df(params),
                                       seed=data_seed(ctx.seed, s))
-                    fit = fit_robust_sim(D.X, D.y, link, 0.0, eta=_eta(params, link), n_iter=int(params["n_iter"]))
-                    errs[s, j] = estimation_error(fit.beta, D.beta_star)
-                    rows.add("nonrobust", s, int(params["n_iter"]), "err", errs[s, j], link=link, n=n, d=d,
-                             sigma=sigma)
+                    for name, lk in fits:
+                        fit = fit_robust_sim(D.X, D.y, lk, 0.0, eta=_eta(params, lk), n_iter=int(params["n_iter"]))
+                        errs[name][s, j] = estimation_error(fit.beta, D.beta_star)
+                        rows.add("nonrobust" if name == "fit" else f"wrong_link_{lk}", s, int(params["n_iter"]),
+                                 "err", errs[name][s, j], link=link, n=n, d=d, sigma=sigma)
             ctx.log(f"rate: d={d} done")
-            per_seed = [_slope(ns, errs[s]) for s in range(errs.shape[0])]
-            block = {"slope": _slope(ns, errs.mean(axis=0)), "slope_se": mean_and_se(per_seed)[1],
-                     "err": {f"n_{n}": float(errs[:, j].mean()) for j, n in enumerate(ns)}}
+            e = errs["fit"]
+            per_seed = [_slope(ns, e[s]) for s in range(e.shape[0])]
+            block = {"slope": _slope(ns, e.mean(axis=0)), "slope_se": mean_and_se(per_seed)[1],
+                     "slope_per_seed": per_seed, "err": {f"n_{n}": float(e[:, j].mean()) for j, n in enumerate(ns)}}
+            if wrong:
+                block["control"] = {"link": wrong,
+                                    "slope_per_seed": [_slope(ns, errs["control"][s]) for s in range(e.shape[0])]}
             metrics[f"d_{d}"] = block
     first = f"d_{int(params['d_list'][0])}"
     metrics["slope"], metrics["slope_se"] = metrics[first]["slope"], metrics[first]["slope_se"]
+    metrics["slope_per_seed"] = metrics[first]["slope_per_seed"]  # the first d (the claim's, at every scale)
+    if wrong:
+        metrics["control"] = metrics[first]["control"]
     return rows.rows, metrics
 
 
-def _errors_from_robustness(params: dict, ctx: RunContext, eps: float, sigma: float):
-    """Robust errors per seed of the same setting from ``../robustness`` when it ran with the same root seed,
-    sizes, step size and iterations (the data seeds are shared, so the numbers are the ones this experiment
-    would compute); None otherwise."""
-    src = ctx.out_dir.parent / "robustness"
-    if not ((src / "metrics.json").exists() and (src / "provenance.json").exists()):
-        return None
-    prov = read_metrics(src / "provenance.json")
-    rp, link, adv = prov.get("params", {}), params["link"], params["adversary"]
-    same = (prov.get("seed") == ctx.seed and adv in rp.get("adversaries", []) and link in rp.get("links", [])
-            and "robust" in rp.get("methods", []) and float(rp.get("sigma", -1)) == sigma
-            and eps in {float(rp.get("eps", -1)), *map(float, rp.get("eps_extra", []))}
-            and int(rp.get("n", -1)) == int(params["n"]) and int(rp.get("d", -1)) == int(params["d"])
-            and int(rp.get("n_iter", -1)) == int(params["n_iter"]) and _eta(rp, link) == _eta(params, link)
-            and _noise_df(rp) == _noise_df(params) and int(rp.get("seeds", 0)) >= int(params["seeds"]))
-    if not same:
-        return None
-    df = pd.read_csv(src / "results.csv", float_precision="round_trip")  # exact floats, as written
-    sel = df[(df["method"] == "robust") & (df["metric"] == "err") & (df["adversary"] == adv) & (df["link"] == link)
-             & (df["eps"] == eps)].sort_values("seed")
-    vals = sel["value"].to_numpy()[: int(params["seeds"])]
-    if len(vals) < int(params["seeds"]):
-        return None
-    ctx.log(f"sigma_scaling: eps={eps} sigma={sigma} taken from ../robustness (same data and settings)")
-    ctx.record(reused_from_robustness=True)
-    return vals
+def _loglog_slope(x, y) -> float:
+    """Least-squares slope of log y against log x."""
+    return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
 
 
-def run_sigma_scaling(params: dict, ctx: RunContext):
-    """Robust error vs sigma under one adversary; ratio err(sigma_max)/err(sigma_min) (theory: linear)."""
+def run_init_scaling(params: dict, ctx: RunContext):
+    """sin angle of the initial estimate vs eps, per adversary and initialiser (Theorem 4.2, O(eps^{1/4})).
+
+    Initialisers: ``robust`` (the stability filter), ``budget`` (the fixed-budget filter), ``plain`` (no filter).
+    Per seed, the worst case over the adversaries at each eps is fitted as sin = C eps^alpha:
+    ``alpha_per_seed[init]`` and ``ratio_to_quarter_per_seed[init]`` = max over eps of sin / eps^{1/4}."""
     rows = _Rows()
-    link, adv = params["link"], params["adversary"]
+    link, sigma, nu = params["link"], float(params["sigma"]), _noise_df(params)
     n, d = int(params["n"]), int(params["d"])
-    sigmas = [float(s) for s in params["sigmas"]]
-    metrics = {}
+    eps_list = [float(e) for e in params["eps_list"]]
+    advs, seeds = list(params["adversaries"]), int(params["seeds"])
+    inits = ("robust", "budget", "plain")
+    sin = np.zeros((len(inits), len(advs), len(eps_list), seeds))
     with threadpool_limits(1):
-        for eps in [float(e) for e in params["eps_list"]]:
-            block = {"err": {}, "err_se": {}}
-            errs = np.zeros((int(params["seeds"]), len(sigmas)))
-            for j, sigma in enumerate(sigmas):
-                shared_errs = _errors_from_robustness(params, ctx, eps, sigma)
-                for s in range(errs.shape[0]):
-                    if shared_errs is not None:
-                        errs[s, j] = shared_errs[s]
-                        rows.add("robust", s, int(params["n_iter"]), "err", errs[s, j], adversary=adv, link=link,
-                                 eps=eps, sigma=sigma, n=n, d=d)
-                        continue
-                    D = make_sim_data(n, d, link=link, sigma=sigma, eps=eps, adversary=adv,
-                                      noise_df=_noise_df(params), seed=data_seed(ctx.seed, s))
-                    fit = fit_robust_sim(D.X, D.y, link, eps, eta=_eta(params, link), n_iter=int(params["n_iter"]))
-                    errs[s, j] = estimation_error(fit.beta, D.beta_star)
-                    rows.add("robust", s, int(params["n_iter"]), "err", errs[s, j], adversary=adv, link=link,
-                             eps=eps, sigma=sigma, n=n, d=d)
-                mean, se = mean_and_se(errs[:, j])
-                block["err"][f"sigma_{key(sigma)}"], block["err_se"][f"sigma_{key(sigma)}"] = mean, se
-                ctx.log(f"sigma_scaling: eps={eps} sigma={sigma} done")
-            block["ratio"] = float(errs[:, -1].mean() / errs[:, 0].mean())
-            block["ratio_se"] = mean_and_se(errs[:, -1] / errs[:, 0])[1]
-            block["sigma_ratio"] = sigmas[-1] / sigmas[0]
-            metrics[f"eps_{key(eps)}"] = block
-    main_eps = f"eps_{key(float(params['eps_main']))}"
-    metrics["ratio"], metrics["ratio_se"] = metrics[main_eps]["ratio"], metrics[main_eps]["ratio_se"]
+        for a, adv in enumerate(advs):
+            for e, eps in enumerate(eps_list):
+                for s in range(seeds):
+                    D = make_sim_data(n, d, link=link, sigma=sigma, eps=eps, adversary=adv, noise_df=nu,
+                                      seed=data_seed(ctx.seed, s))
+                    ws = {"robust": robust_spectral_init(D.X, D.y, eps, link=link, sigma=sigma, noise_df=nu),
+                          "budget": robust_spectral_init(D.X, D.y, eps, link=link, init_filter="budget"),
+                          "plain": robust_spectral_init(D.X, D.y, 0.0, link=link)}
+                    for i, m in enumerate(inits):
+                        sin[i, a, e, s] = sin_angle(ws[m], D.beta_star)
+                        rows.add(m, s, 0, "init_sin", sin[i, a, e, s], adversary=adv, link=link, eps=eps, n=n, d=d)
+            ctx.log(f"init_scaling: {adv} done")
+    worst = sin.max(axis=1)  # (init, eps, seed)
+    quarter = np.asarray(eps_list) ** 0.25
+    metrics = {"eps_list": eps_list, "adversaries": advs}
+    for i, m in enumerate(inits):
+        metrics.setdefault("alpha_per_seed", {})[m] = [_loglog_slope(eps_list, worst[i, :, s]) for s in range(seeds)]
+        metrics.setdefault("ratio_to_quarter_per_seed", {})[m] = [float(np.max(worst[i, :, s] / quarter))
+                                                                  for s in range(seeds)]
+        metrics.setdefault("worst_sin_mean", {})[m] = {f"eps_{key(eps)}": float(worst[i, e].mean())
+                                                       for e, eps in enumerate(eps_list)}
+        for a, adv in enumerate(advs):
+            metrics.setdefault("sin_mean", {}).setdefault(m, {})[adv] = {
+                f"eps_{key(eps)}": float(sin[i, a, e].mean()) for e, eps in enumerate(eps_list)}
+        metrics.setdefault("worst_adversary", {})[m] = {
+            f"eps_{key(eps)}": advs[int(np.argmax(sin[i, :, e].mean(axis=1)))] for e, eps in enumerate(eps_list)}
     return rows.rows, metrics
 
 
-def run_init_quality(params: dict, ctx: RunContext):
-    """sin angle of the initial estimates (robust spectral, truncated robust spectral, plain spectral,
-    first-order Stein) at one eps, per adversary."""
+def run_final_rate(params: dict, ctx: RunContext):
+    """Final error of the robust pipeline vs eps at several sigma under one adversary (Theorem 4.1,
+    O(sigma sqrt(eps))), with the non-robust pipeline as the control.
+
+    Per seed and method: ``alpha_eps_per_seed`` = mean over sigma of the log-log slope of err against eps;
+    ``alpha_sigma_per_seed`` = mean over eps of the log-log slope of err against sigma."""
     rows = _Rows()
-    link, eps = params["link"], float(params["eps"])
-    n, d, sigma = int(params["n"]), int(params["d"]), float(params["sigma"])
-    q = params.get("truncate_quantile")
-    metrics = {}
+    link, adv, nu = params["link"], params["adversary"], _noise_df(params)
+    n, d, seeds = int(params["n"]), int(params["d"]), int(params["seeds"])
+    eps_list = [float(e) for e in params["eps_list"]]
+    sigmas = [float(v) for v in params["sigmas"]]
+    methods = list(params["methods"])
+    err = np.zeros((len(methods), len(sigmas), len(eps_list), seeds))
     with threadpool_limits(1):
-        for adv in params["adversaries"]:
-            vals = {}
-            for s in range(int(params["seeds"])):
-                D = make_sim_data(n, d, link=link, sigma=sigma, eps=eps, adversary=adv, noise_df=_noise_df(params),
-                                  seed=data_seed(ctx.seed, s))
-                inits = {"robust": robust_spectral_init(D.X, D.y, eps, link=link),
-                         "plain": robust_spectral_init(D.X, D.y, 0.0, link=link),
-                         "stein": stein_init(D.X, D.y, link, eps)}
-                if q is not None:
-                    inits["robust_truncated"] = robust_spectral_init(D.X, D.y, eps, link=link, truncate_quantile=q)
-                for m, w in inits.items():
-                    v = sin_angle(w, D.beta_star)
-                    vals.setdefault(m, []).append(v)
-                    rows.add(m, s, 0, "init_sin", v, adversary=adv, link=link, eps=eps, n=n, d=d)
-            metrics[adv] = {"sin": {m: mean_and_se(v)[0] for m, v in vals.items()},
-                            "sin_se": {m: mean_and_se(v)[1] for m, v in vals.items()}}
-    worst = max(params["adversaries"], key=lambda a: metrics[a]["sin"]["robust"])
-    metrics["max_mean_sin_robust"] = metrics[worst]["sin"]["robust"]
-    metrics["max_mean_sin_robust_se"] = metrics[worst]["sin_se"]["robust"]
-    metrics["worst_adversary"] = worst
-    metrics["eps"] = eps
+        for j, sigma in enumerate(sigmas):
+            p = {**params, "sigma": sigma}
+            for e, eps in enumerate(eps_list):
+                for s in range(seeds):
+                    D = make_sim_data(n, d, link=link, sigma=sigma, eps=eps, adversary=adv, noise_df=nu,
+                                      seed=data_seed(ctx.seed, s))
+                    res = _fit_methods(methods, D, link, eps, p, ctx, (adv, key(sigma), key(eps), str(s)))
+                    for i, m in enumerate(methods):
+                        err[i, j, e, s] = res[m]["err"]
+                        rows.add(m, s, int(params["n_iter"]), "err", err[i, j, e, s], adversary=adv, link=link,
+                                 eps=eps, sigma=sigma, n=n, d=d)
+                ctx.log(f"final_rate: sigma={sigma} eps={eps} done")
+    metrics = {"eps_list": eps_list, "sigmas": sigmas}
+    for i, m in enumerate(methods):
+        metrics.setdefault("alpha_eps_per_seed", {})[m] = [
+            float(np.mean([_loglog_slope(eps_list, err[i, j, :, s]) for j in range(len(sigmas))]))
+            for s in range(seeds)]
+        metrics.setdefault("alpha_sigma_per_seed", {})[m] = [
+            float(np.mean([_loglog_slope(sigmas, err[i, :, e, s]) for e in range(len(eps_list))]))
+            for s in range(seeds)]
+        metrics.setdefault("alpha_sigma_by_eps", {})[m] = {
+            f"eps_{key(eps)}": float(np.mean([_loglog_slope(sigmas, err[i, :, e, s]) for s in range(seeds)]))
+            for e, eps in enumerate(eps_list)}
+        metrics.setdefault("err_over_sigma_sqrt_eps", {})[m] = {
+            f"sigma_{key(sg)}": {f"eps_{key(eps)}": float(err[i, j, e].mean() / (sg * math.sqrt(eps)))
+                                 for e, eps in enumerate(eps_list)} for j, sg in enumerate(sigmas)}
+        metrics.setdefault("err_mean", {})[m] = {
+            f"sigma_{key(sg)}": {f"eps_{key(eps)}": float(err[i, j, e].mean()) for e, eps in enumerate(eps_list)}
+            for j, sg in enumerate(sigmas)}
     return rows.rows, metrics
 
 
@@ -347,62 +383,91 @@ def _median_time(fn, repeats: int, warmup: bool = True) -> tuple[float, float, o
 
 
 def run_timing(params: dict, ctx: RunContext):
-    """CPU time of one robust_mean call on the gradient matrix at beta*, for each n (median of repeats).
+    """CPU time of one robust_mean call on the gradient matrix at beta*, for each n (median of repeats), of the
+    O(n^2 d) pairwise-pruning mean (the control) for each n of ``control_n_list``, and of whole robust fits
+    (``fit_n_iter`` steps, stability-filter init) under ``fit_adversary`` for each n.
 
     Times are run-dependent: they are written to provenance.json (key ``timing``), not to metrics.json."""
     rows = _Rows()
     link, eps, d, adv = params["link"], float(params["eps"]), int(params["d"]), params["adversary"]
-    metrics = {"cpu_s": {}, "wall_s": {}}
-    with threadpool_limits(1):
-        for n in [int(v) for v in params["n_list"]]:
-            D = make_sim_data(n, d, link=link, sigma=float(params["sigma"]), eps=eps, adversary=adv,
-                              noise_df=_noise_df(params), seed=data_seed(ctx.seed, 0))
-            G = gradient_matrix(D.X, D.y, D.beta_star, link)
-            cpu, wall, _ = _median_time(lambda: robust_mean(G, eps), int(params["repeats"]))
-            metrics["cpu_s"][f"n_{n}"], metrics["wall_s"][f"n_{n}"] = cpu, wall
-            rows.add("robust_mean", 0, 0, "cpu_s", cpu, n=n, d=d)
-            rows.add("robust_mean", 0, 0, "wall_s", wall, n=n, d=d)
+    sigma, nu, reps = float(params["sigma"]), _noise_df(params), int(params["repeats"])
+    timing = {}
+
+    def measure(name, n_list, make_call, adversary):
+        block = {"cpu_s": {}, "wall_s": {}}
+        for n in n_list:
+            D = make_sim_data(n, d, link=link, sigma=sigma, eps=eps, adversary=adversary, noise_df=nu,
+                              seed=data_seed(ctx.seed, 0))
+            cpu, wall, _ = _median_time(make_call(D), reps)
+            block["cpu_s"][f"n_{n}"], block["wall_s"][f"n_{n}"] = cpu, wall
+            rows.add(name, 0, 0, "cpu_s", cpu, n=n, d=d)
+            rows.add(name, 0, 0, "wall_s", wall, n=n, d=d)
+        block["ratio"] = block["cpu_s"][f"n_{n_list[-1]}"] / block["cpu_s"][f"n_{n_list[0]}"]
+        block["n_ratio"] = n_list[-1] / n_list[0]
+        return block
+
+    def grad(D):
+        return gradient_matrix(D.X, D.y, D.beta_star, link)
+
     ns = [int(v) for v in params["n_list"]]
-    metrics["ratio"] = metrics["cpu_s"][f"n_{ns[-1]}"] / metrics["cpu_s"][f"n_{ns[0]}"]
-    metrics["n_ratio"] = ns[-1] / ns[0]
+    with threadpool_limits(1):
+        mean_block = measure("robust_mean", ns, lambda D: (lambda G=grad(D): robust_mean(G, eps)), adv)
+        timing.update(mean_block)
+        if params.get("control_n_list"):
+            cns = [int(v) for v in params["control_n_list"]]
+            timing["control"] = measure("pairwise_filter_mean", cns,
+                                        lambda D: (lambda G=grad(D): pairwise_filter_mean(G, eps)), adv)
+        if params.get("fit_n_iter"):
+            T = int(params["fit_n_iter"])
+            fadv = params.get("fit_adversary", adv)
+            timing["fit"] = measure("robust_fit", ns, lambda D: (lambda: fit_robust_sim(
+                D.X, D.y, link, eps, eta=_eta(params, link), n_iter=T, sigma=sigma, noise_df=nu)), fadv)
+            timing["fit"]["adversary"], timing["fit"]["n_iter"] = fadv, T
     # times change from run to run: they go to provenance.json (the claim reads them there); metrics.json keeps
     # only what is reproducible byte for byte
-    ctx.record(timing=metrics)
-    return rows.rows, {"n_list": ns, "n_ratio": ns[-1] / ns[0], "repeats": int(params["repeats"]),
+    ctx.record(timing=timing)
+    return rows.rows, {"n_list": ns, "n_ratio": ns[-1] / ns[0], "repeats": reps,
                        "times_in": "provenance.json (key timing)"}
 
 
 def run_performance(params: dict, ctx: RunContext):
-    """Side by side on the same (X, y): robust GD (ours) vs scipy least_squares soft-L1 from the plain
-    spectral estimate; median CPU time over repeats and the errors. The times are run-dependent and go to
-    provenance.json (key ``performance``); metrics.json holds the errors."""
+    """Side by side on the same (X, y): robust GD (ours) vs scipy ``least_squares`` soft-L1 from the plain
+    spectral estimate (the spec's comparator) and vs scipy Huber M-estimation from the robust spectral start
+    (a robust comparator that does the same job); median CPU time over repeats and the errors. The times are
+    run-dependent and go to provenance.json (key ``performance``); metrics.json holds the errors."""
     rows = _Rows()
     link, eps, d, adv = params["link"], float(params["eps"]), int(params["d"]), params["adversary"]
+    sigma, nu = float(params["sigma"]), _noise_df(params)
     lk = get_link(link)
     reps = int(params["repeats"])
     metrics = {}
     with threadpool_limits(1):
         for n in [int(v) for v in params["n_list"]]:
-            D = make_sim_data(n, d, link=link, sigma=float(params["sigma"]), eps=eps, adversary=adv,
-                              noise_df=_noise_df(params), seed=data_seed(ctx.seed, 0))
-            t_ours, w_ours, fit = _median_time(
-                lambda: fit_robust_sim(D.X, D.y, link, eps, eta=_eta(params, link), n_iter=int(params["n_iter"])),
-                reps, warmup=False)
-            t_scipy, w_scipy, beta_scipy = _median_time(lambda: fit_huber(D.X, D.y, link, loss="soft_l1"), reps,
-                                                        warmup=False)
-            e_ours = estimation_error(fit.beta, D.beta_star, even=lk.even)
-            e_scipy = estimation_error(beta_scipy, D.beta_star, even=lk.even)
-            metrics[f"n_{n}"] = {"cpu_s_ours": t_ours, "cpu_s_scipy": t_scipy, "wall_s_ours": w_ours,
-                                 "wall_s_scipy": w_scipy, "time_ratio": t_ours / t_scipy, "err_ours": e_ours,
-                                 "err_scipy": e_scipy, "err_ratio": e_ours / e_scipy}
-            for m, t, e in (("robust_gd", t_ours, e_ours), ("scipy_soft_l1", t_scipy, e_scipy)):
-                rows.add(m, 0, 0, "cpu_s", t, n=n, d=d)
-                rows.add(m, 0, 0, "err", e, n=n, d=d)
-            ctx.log(f"performance: n={n} ours {t_ours:.2f}s scipy {t_scipy:.2f}s")
+            D = make_sim_data(n, d, link=link, sigma=sigma, eps=eps, adversary=adv, noise_df=nu,
+                              seed=data_seed(ctx.seed, 0))
+            calls = {
+                "ours": lambda: fit_robust_sim(D.X, D.y, link, eps, eta=_eta(params, link),
+                                               n_iter=int(params["n_iter"]), sigma=sigma, noise_df=nu).beta,
+                "scipy_soft_l1": lambda: fit_huber(D.X, D.y, link, loss="soft_l1"),
+                "scipy_huber_robust_start": lambda: fit_huber(
+                    D.X, D.y, link, loss="huber",
+                    init=robust_spectral_init(D.X, D.y, eps, link=link, sigma=sigma, noise_df=nu)),
+            }
+            block = {}
+            for name, call in calls.items():
+                cpu, wall, beta = _median_time(call, reps, warmup=False)
+                err = estimation_error(beta, D.beta_star, even=lk.even)
+                block[name] = {"cpu_s": cpu, "wall_s": wall, "err": err}
+                rows.add(name, 0, 0, "cpu_s", cpu, n=n, d=d)
+                rows.add(name, 0, 0, "err", err, n=n, d=d)
+            for name in ("scipy_soft_l1", "scipy_huber_robust_start"):
+                block[name]["time_ratio_ours_to_it"] = block["ours"]["cpu_s"] / block[name]["cpu_s"]
+                block[name]["err_ratio_ours_to_it"] = block["ours"]["err"] / block[name]["err"]
+            metrics[f"n_{n}"] = block
+            ctx.log(f"performance: n={n} " + ", ".join(f"{k} {v['cpu_s']:.2f}s" for k, v in block.items()))
     metrics["repeats"] = reps
     ctx.record(performance=metrics)  # run-dependent times: provenance.json; metrics.json keeps the errors
-    stable = {k: {e: v[e] for e in ("err_ours", "err_scipy", "err_ratio")} for k, v in metrics.items()
-              if k.startswith("n_")}
+    stable = {k: {name: {"err": b["err"]} for name, b in v.items()} for k, v in metrics.items() if k.startswith("n_")}
     return rows.rows, {**stable, "repeats": reps, "times_in": "provenance.json (key performance)"}
 
 
@@ -422,7 +487,8 @@ def run_grid(params: dict, ctx: RunContext):
                                 for s in range(int(params["seeds"])):
                                     D = make_sim_data(r * d, d, link=link, sigma=sigma, eps=eps, adversary=adv,
                                                       noise_df=nu, seed=data_seed(ctx.seed, s))
-                                    res = _fit_methods(["robust", "nonrobust"], D, link, eps, params, ctx, ())
+                                    res = _fit_methods(["robust", "nonrobust"], D, link, eps,
+                                                       {**params, "sigma": sigma, "noise_df": nu}, ctx, ())
                                     per_seed.append(res)
                                     for m, vals in res.items():
                                         rows.add(m, s, int(params["n_iter"]), "err", vals["err"], adversary=adv,
@@ -432,9 +498,9 @@ def run_grid(params: dict, ctx: RunContext):
                                 node = metrics.setdefault(adv, {}).setdefault(link, {})
                                 for part in cell.split(".")[:-1]:
                                     node = node.setdefault(part, {})
-                                node[cell.split(".")[-1]] = {"err": summ["err"],
-                                                             "ratio_robust_to_nonrobust":
-                                                                 summ["ratio_robust_to_nonrobust"]}
+                                node[cell.split(".")[-1]] = {
+                                    "err": summ["err"],
+                                    "ratio_robust_to_nonrobust": summ["err"]["robust"] / summ["err"]["nonrobust"]}
                 ctx.log(f"grid: {adv} {link} done")
     return rows.rows, metrics
 
@@ -443,8 +509,8 @@ EXPERIMENTS = {
     "robustness": run_robustness,
     "esc_init": run_esc_init,
     "rate": run_rate,
-    "sigma_scaling": run_sigma_scaling,
-    "init_quality": run_init_quality,
+    "init_scaling": run_init_scaling,
+    "final_rate": run_final_rate,
     "timing": run_timing,
     "performance": run_performance,
     "eps_sweep": run_eps_sweep,

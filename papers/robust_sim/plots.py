@@ -14,10 +14,13 @@ from shared.results import atomic_path, read_metrics, read_tidy, write_markdown_
 
 __all__ = ["make_figures", "METHODS"]
 
-METHODS = ("robust", "nonrobust", "huber", "huber_l2", "itlm", "random", "stein")
+METHODS = ("robust", "nonrobust", "huber", "huber_l2", "itlm", "random", "stein", "robust_budget", "plain",
+           "budget")
 LABELS = {"robust": "robust spectral + robust GD", "nonrobust": "spectral + GD (non-robust)",
           "huber": "soft-L1 M-est. (scipy)", "huber_l2": "Huber M-est. (scipy)", "itlm": "ITLM",
-          "random": "random init + robust GD", "stein": "Stein init + robust GD"}
+          "random": "random init + robust GD", "stein": "Stein init + robust GD",
+          "robust_budget": "fixed-budget init + robust GD", "plain": "plain spectral (no filter)",
+          "budget": "fixed-budget filter"}
 COLORS = method_colors(METHODS)
 
 
@@ -42,7 +45,7 @@ def _err_vs_eps(results: Path, out: Path) -> None:
     df = df[(df["metric"] == "err") & df["method"].isin(["robust", "nonrobust", "huber"])]
     # the two experiments share data seeds and settings: a setting run by both appears once
     df = df.drop_duplicates(subset=["method", "seed", "adversary", "link", "eps", "metric"])
-    advs = [a for a in ("A1", "A2", "A3", "A4") if a in set(df["adversary"])]
+    advs = [a for a in ("A1", "A2", "A3", "A4", "A5") if a in set(df["adversary"])]
     links = list(dict.fromkeys(df["link"]))
     fig, axes = new_figure(ncols=len(advs), nrows=len(links), width=3.4, height=2.7)
     for i, link in enumerate(links):
@@ -67,7 +70,7 @@ def _err_vs_n(results: Path, out: Path) -> None:
     fig, axes = new_figure()
     ax = axes[0][0]
     for k, d in enumerate(sorted(set(df["d"]))):
-        sub = df[(df["d"] == d) & (df["metric"] == "err")]
+        sub = df[(df["d"] == d) & (df["metric"] == "err") & (df["method"] == "nonrobust")]
         color = COLORS[METHODS[k % len(METHODS)]]
         slope = met[f"d_{int(d)}"]["slope"]
         _band(ax, "n", sub, f"d={int(d)} (slope {slope:.2f})", color)
@@ -88,28 +91,53 @@ def _err_vs_n(results: Path, out: Path) -> None:
 
 
 def _err_vs_sigma(results: Path, out: Path) -> None:
-    df = read_tidy(results / "sigma_scaling" / "results.csv")
-    met = read_metrics(results / "sigma_scaling" / "metrics.json")
-    fig, axes = new_figure()
-    ax = axes[0][0]
-    for k, eps in enumerate(sorted(set(df["eps"]))):
-        sub = df[(df["eps"] == eps) & (df["metric"] == "err")]
-        color = COLORS[METHODS[k % len(METHODS)]]
-        ratio = met[f"eps_{str(eps).replace('.', 'p')}"]["ratio"]
-        _band(ax, "sigma", sub, f"eps={eps} (ratio {ratio:.2f})", color)
-        stats = sub.groupby("sigma")["value"].mean().sort_index()
-        ax.plot(stats.index, stats.iloc[0] * stats.index / stats.index[0], "--", color=color, alpha=0.6, lw=1)
-    ax.plot([], [], "--", color="grey", label="linear in sigma")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    sig = sorted(set(float(v) for v in df["sigma"]))
-    ax.set_xticks(sig, [f"{v:g}" for v in sig])
-    ax.minorticks_off()
-    ax.set_xlabel("sigma")
-    ax.set_ylabel(r"$\|\hat\beta-\beta^*\|$ (robust)")
-    ax.set_title(f"error vs noise level ({df['adversary'].iloc[0]}, {df['link'].iloc[0]})")
-    ax.legend(fontsize=7)
+    """Final error vs eps at each sigma (final_rate), robust and non-robust, with sigma sqrt(eps) references."""
+    df = read_tidy(results / "final_rate" / "results.csv")
+    df = df[df["metric"] == "err"]
+    fig, axes = new_figure(ncols=2, width=3.6)
+    for ax, m in zip(axes[0], ("robust", "nonrobust")):
+        sub = df[df["method"] == m]
+        for k, sigma in enumerate(sorted(set(sub["sigma"]))):
+            g = sub[sub["sigma"] == sigma]
+            color = COLORS[METHODS[k % len(METHODS)]]
+            _band(ax, "eps", g, f"sigma={sigma:g}", color, logy=True)
+            eps = np.array(sorted(set(g["eps"])))
+            first = g[g["eps"] == eps[0]]["value"].mean()
+            ax.plot(eps, first * np.sqrt(eps / eps[0]), "--", color=color, alpha=0.6, lw=1)
+        ax.plot([], [], "--", color="grey", label=r"$\propto\sqrt{\epsilon}$")
+        ax.set_xscale("log")
+        ticks = sorted(set(float(e) for e in sub["eps"]))
+        ax.set_xticks(ticks, [f"{e:g}" for e in ticks])
+        ax.minorticks_off()
+        ax.set_xlabel("eps")
+        ax.set_ylabel(r"final $\|\hat\beta-\beta^*\|$")
+        ax.set_title(f"{LABELS[m]} ({df['adversary'].iloc[0]}, {df['link'].iloc[0]})", fontsize=8)
+        ax.legend(fontsize=7)
     save_figure(fig, out / "err_vs_sigma.png")
+
+
+def _init_vs_eps(results: Path, out: Path) -> None:
+    """sin angle of the initial estimate vs eps per adversary and initialiser (init_scaling), eps^{1/4} guide."""
+    df = read_tidy(results / "init_scaling" / "results.csv")
+    advs = list(dict.fromkeys(df["adversary"]))
+    fig, axes = new_figure(ncols=len(advs), width=3.0)
+    for ax, adv in zip(axes[0], advs):
+        sub = df[df["adversary"] == adv]
+        for m, label in (("robust", "stability filter (ours)"), ("budget", LABELS["budget"]),
+                         ("plain", LABELS["plain"])):
+            g = sub[sub["method"] == m]
+            if len(g):
+                _band(ax, "eps", g, label, COLORS[m], logy=True)
+        eps = np.array(sorted(set(sub["eps"])))
+        ax.plot(eps, eps ** 0.25, "k--", lw=1, label=r"$\epsilon^{1/4}$")
+        ax.set_xscale("log")
+        ax.set_xticks(eps, [f"{e:g}" for e in eps])
+        ax.minorticks_off()
+        ax.set_xlabel("eps")
+        ax.set_ylabel("sin angle of the initial estimate")
+        ax.set_title(adv)
+    axes[0][0].legend(fontsize=6)
+    save_figure(fig, out / "init_vs_eps.png")
 
 
 def _esc_spectrum(results: Path, out: Path) -> None:
@@ -138,7 +166,7 @@ def _init_vs_final(results: Path, out: Path) -> None:
     df = df[df["eps"] > 0]
     fig, axes = new_figure()
     ax = axes[0][0]
-    markers = {"A1": "o", "A2": "s", "A3": "^", "A4": "D"}
+    markers = {"A1": "o", "A2": "s", "A3": "^", "A4": "D", "A5": "v"}
     for m in ("robust", "nonrobust"):
         sub = df[df["method"] == m]
         wide = sub.pivot_table(index=["adversary", "link", "seed"], columns="metric", values="value").reset_index()
@@ -162,10 +190,16 @@ def _link_constants(results: Path, out: Path) -> None:
 def _timing(results: Path, out: Path) -> None:
     prov = read_metrics(results / "timing" / "provenance.json")
     met = prov["timing"]  # run-dependent times live in provenance.json
-    ns = sorted(int(k[2:]) for k in met["cpu_s"])
-    frame = pd.DataFrame({"n": ns, "cpu_s": [met["cpu_s"][f"n_{n}"] for n in ns],
-                          "wall_s": [met["wall_s"][f"n_{n}"] for n in ns]})
-    frame["ratio_to_smallest"] = frame["cpu_s"] / frame["cpu_s"].iloc[0]
+    blocks = [("robust_mean", met)] + [(name, met[k]) for k, name in
+                                       (("control", "pairwise_filter_mean (O(n^2 d))"), ("fit", "robust fit"))
+                                       if k in met]
+    rows = []
+    for name, b in blocks:
+        ns = sorted(int(k[2:]) for k in b["cpu_s"])
+        for n in ns:
+            rows.append({"what": name, "n": n, "cpu_s": b["cpu_s"][f"n_{n}"], "wall_s": b["wall_s"][f"n_{n}"],
+                         "ratio_to_smallest": b["cpu_s"][f"n_{n}"] / b["cpu_s"][f"n_{ns[0]}"]})
+    frame = pd.DataFrame(rows)
     frame["cpu"] = prov["hardware"]["cpu"]
     _write_csv(frame, out / "timing.csv")
 
@@ -177,12 +211,15 @@ def _performance(results: Path, out: Path) -> None:
     rows = []
     for k in sorted((k for k in met if k.startswith("n_")), key=lambda k: int(k[2:])):
         v = met[k]
-        rows.append({"n": int(k[2:]), "d": prov["params"]["d"], "t_ours_s": v["cpu_s_ours"],
-                     "t_scipy_s": v["cpu_s_scipy"], "time_ratio": v["time_ratio"], "err_ours": v["err_ours"],
-                     "err_scipy": v["err_scipy"], "err_ratio": v["err_ratio"]})
+        for name in ("scipy_soft_l1", "scipy_huber_robust_start"):
+            rows.append({"n": int(k[2:]), "d": prov["params"]["d"], "comparator": name,
+                         "t_ours_s": v["ours"]["cpu_s"], "t_comparator_s": v[name]["cpu_s"],
+                         "time_ratio": v[name]["time_ratio_ours_to_it"], "err_ours": v["ours"]["err"],
+                         "err_comparator": v[name]["err"], "err_ratio": v[name]["err_ratio_ours_to_it"]})
     frame = pd.DataFrame(rows)
     _write_csv(frame, out / "performance.csv")
-    title = (f"robust GD (ours) vs scipy.optimize.least_squares(loss='soft_l1'), same (X, y), "
+    title = (f"robust GD (ours) vs scipy.optimize.least_squares: soft-L1 from the plain spectral start (the spec's "
+             f"comparator) and Huber from the robust spectral start; same (X, y), "
              f"{prov['params']['adversary']} eps={prov['params']['eps']}, {prov['params']['link']}; "
              f"median CPU seconds of {met['repeats']} run(s), single-threaded BLAS; "
              f"hardware: {hw['cpu']} ({hw['cores']} cores)")
@@ -193,8 +230,8 @@ def make_figures(results_dir: Path, out_dir: Path, scale: str) -> None:
     """Write every figure and table listed in config.yaml from ``results_dir`` into ``out_dir``."""
     results_dir, out_dir = Path(results_dir), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    for draw in (_err_vs_eps, _err_vs_n, _err_vs_sigma, _esc_spectrum, _init_vs_final, _link_constants, _timing,
-                 _performance):
+    for draw in (_err_vs_eps, _err_vs_n, _err_vs_sigma, _init_vs_eps, _esc_spectrum, _init_vs_final,
+                 _link_constants, _timing, _performance):
         draw(results_dir, out_dir)
 
 

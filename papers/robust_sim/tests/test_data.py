@@ -17,7 +17,7 @@ def test_clean_draw_is_the_model_and_deterministic():
     assert not a.corrupted.any()
 
 
-@pytest.mark.parametrize("adv", ["A1", "A2", "A3", "A4"])
+@pytest.mark.parametrize("adv", ["A1", "A2", "A3", "A4", "A5", "A6"])
 def test_corruption_count_and_untouched_rows(adv):
     clean = make_sim_data(503, 5, link="swish", sigma=0.2, eps=0.0, adversary=adv, seed=1)
     bad = make_sim_data(503, 5, link="swish", sigma=0.2, eps=0.1, adversary=adv, seed=1)

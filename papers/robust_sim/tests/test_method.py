@@ -4,9 +4,11 @@ import math
 import numpy as np
 import pytest
 
-from papers.robust_sim.baselines import fit_huber, fit_itlm, mad, random_unit, stein_init
+from papers.robust_sim.baselines import fit_huber, fit_itlm, mad, pairwise_filter_mean, random_unit, stein_init
 from papers.robust_sim.data import make_sim_data
-from papers.robust_sim.method import (_robust_mean_mask, estimation_error, fit_robust_sim, robust_mean,
+from papers.robust_sim.links import get_link, link_constants
+from papers.robust_sim.method import (_robust_mean_mask, _threshold_filter_keep, clean_score_moments,
+                                      clean_score_threshold, estimation_error, fit_robust_sim, robust_mean,
                                       robust_spectral_init, sin_angle, trimmed_loss)
 from shared.results import NonFiniteError
 
@@ -73,9 +75,75 @@ def test_spectral_init_known_answers():
     assert abs(robust_spectral_init(X, y, 0.0) @ e1) == pytest.approx(1.0, abs=1e-12)
     assert abs(robust_spectral_init(X_out, y_out, 0.0) @ e2) == pytest.approx(1.0, abs=1e-12)  # outliers win
     # budget ceil(1.2 * 0.05 * 400) = 24 >= 20 outliers: all removed, e1 is back on top
-    assert abs(robust_spectral_init(X_out, y_out, 0.05) @ e1) == pytest.approx(1.0, abs=1e-12)
-    v = robust_spectral_init(X_out, y_out, 0.05)
+    assert abs(robust_spectral_init(X_out, y_out, 0.05, init_filter="budget") @ e1) == pytest.approx(1.0, abs=1e-12)
+    v = robust_spectral_init(X_out, y_out, 0.05, init_filter="budget")
     assert np.linalg.norm(v) == pytest.approx(1.0, abs=1e-14)
+
+
+def test_threshold_filter_removes_exactly_the_rows_above_threshold():
+    X, y, X_out, y_out = _axis_data()
+    U = y_out[:, None] * X_out
+    # clean scores along e1 are 8 (y = 2, x = sqrt 2 e1) and along e2 2; outliers along e2 score 200
+    keep = _threshold_filter_keep(U, 50.0)
+    assert list(np.flatnonzero(~keep)) == list(np.flatnonzero(y_out == 10.0))  # only the outliers go
+    assert _threshold_filter_keep(y[:, None] * X, 50.0).all()  # clean data: nothing above t, nothing removed
+    Uk = U[keep]
+    top = np.linalg.eigh(Uk.T @ Uk)[1][:, -1]
+    assert abs(top[0]) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_clean_score_moments_match_closed_forms_and_monte_carlo():
+    sigma, nu = 0.3, 6.0
+    c = link_constants("gelu")
+    mean, sd = clean_score_moments("gelu", sigma, nu, n_theta=3)  # theta = 0, pi/4, pi/2
+    # E tau = E y^2 + ESC cos^2 (second-moment identity)
+    assert mean[0] == pytest.approx(c["E_f_sq"] + sigma ** 2 + c["esc"], rel=1e-10)
+    assert mean[2] == pytest.approx(c["E_f_sq"] + sigma ** 2, rel=1e-10)
+    assert mean[1] == pytest.approx(c["E_f_sq"] + sigma ** 2 + c["esc"] / 2, rel=1e-10)
+    D = make_sim_data(400_000, 2, link="gelu", sigma=sigma, noise_df=nu, seed=3)
+    w = np.array([-D.beta_star[1], D.beta_star[0]])
+    m = (D.beta_star + w) / math.sqrt(2.0)
+    tau = np.square(D.y * (D.X @ m))
+    assert tau.mean() == pytest.approx(mean[1], rel=0.02)
+    assert tau.std() == pytest.approx(sd[1], rel=0.1)
+    # t = max_theta (mean + sd / sqrt(eps)) is decreasing in eps, infinite at eps = 0
+    ts = [clean_score_threshold("gelu", sigma, e, nu) for e in (0.01, 0.1, 0.3)]
+    assert ts[0] > ts[1] > ts[2] > mean.max()
+    assert clean_score_threshold("gelu", sigma, 0.0, nu) == math.inf
+
+
+def test_stability_filter_keeps_the_clean_spike_and_removes_the_spike_adversary():
+    D = make_sim_data(20000, 10, link="gelu", sigma=0.1, seed=1)
+    plain = robust_spectral_init(D.X, D.y, 0.0, link="gelu")
+    for eps in (0.05, 0.2):  # clean data: the filter must not destroy the signal (the fixed budget did)
+        w = robust_spectral_init(D.X, D.y, eps, link="gelu", sigma=0.1)
+        assert sin_angle(w, D.beta_star) <= sin_angle(plain, D.beta_star) + 0.02
+    A = make_sim_data(20000, 10, link="gelu", sigma=0.1, eps=0.1, adversary="A1", seed=1)
+    assert sin_angle(robust_spectral_init(A.X, A.y, 0.0, link="gelu"), A.beta_star) > 0.99
+    assert sin_angle(robust_spectral_init(A.X, A.y, 0.1, link="gelu", sigma=0.1), A.beta_star) < 0.1
+
+
+def test_filter_aware_adversary_sits_just_below_the_threshold():
+    eps, sigma = 0.1, 0.1
+    D = make_sim_data(5000, 6, link="gelu", sigma=sigma, eps=eps, adversary="A5", seed=4)
+    t = clean_score_threshold("gelu", sigma, eps)
+    U = D.y[D.corrupted, None] * D.X[D.corrupted]
+    norms2 = np.square(np.linalg.norm(U, axis=1))  # = the score along their own direction m
+    assert np.allclose(norms2, 0.999 * t)
+    keep = _threshold_filter_keep(D.y[:, None] * D.X, t)
+    assert keep[D.corrupted].all()  # none of them is ever above t along any unit direction
+
+
+def test_spectral_init_filter_bad_inputs():
+    X, y = np.ones((10, 3)), np.ones(10)
+    with pytest.raises(ValueError, match="init_filter"):
+        robust_spectral_init(X, y, 0.1, init_filter="magic")
+    with pytest.raises(ValueError, match="needs the link and sigma"):
+        robust_spectral_init(X, y, 0.1, link="gelu")
+    with pytest.raises(ValueError, match="noise_df must exceed 4"):
+        clean_score_moments("gelu", 0.1, 3.0)
+    with pytest.raises(ValueError, match="sigma"):
+        clean_score_moments("gelu", -0.1)
 
 
 def test_spectral_init_sign_by_trimmed_loss():
@@ -112,7 +180,7 @@ def test_gd_fixed_point_and_noiseless_recovery():
 
 def test_robust_gd_beats_plain_gd_under_spike():
     D = make_sim_data(3000, 8, link="gelu", sigma=0.1, eps=0.1, adversary="A1", seed=5)
-    rob = fit_robust_sim(D.X, D.y, "gelu", 0.1, n_iter=60)
+    rob = fit_robust_sim(D.X, D.y, "gelu", 0.1, n_iter=60, sigma=0.1)
     plain = fit_robust_sim(D.X, D.y, "gelu", 0.0, n_iter=60)
     assert estimation_error(rob.beta, D.beta_star) < 0.15 < estimation_error(plain.beta, D.beta_star)
 
@@ -156,3 +224,14 @@ def test_baselines_small_answers():
         stein_init(D.X, D.y ** 2, "phase", 0.0)
     u = random_unit(6, np.random.default_rng(0))
     assert np.linalg.norm(u) == pytest.approx(1.0)
+
+
+def test_pairwise_filter_mean_drops_the_far_rows():
+    rng = np.random.default_rng(1)
+    G = _clean_cube(100, 4, rng)
+    G[:5] = 40.0  # 5 far rows; budget ceil(2 * 0.05 * 100) = 10 removes them (and 5 clean rows)
+    mu = pairwise_filter_mean(G, 0.05)
+    assert np.linalg.norm(mu) <= 1.0 + 1e-12
+    assert np.array_equal(pairwise_filter_mean(G, 0.0), G.mean(axis=0))
+    with pytest.raises(ValueError, match="too few"):
+        pairwise_filter_mean(G[:4], 0.49)
