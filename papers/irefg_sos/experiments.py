@@ -293,7 +293,7 @@ def run_pgd(params: dict, ctx: RunContext):
 # ----------------------------------------------------------------------------------------------- (f)
 def run_nash(params: dict, ctx: RunContext):
     rows, metrics, backends = [], {}, set()
-    w = load_game("wichardt2008")
+    w = load_game(params.get("wichardt_game", "wichardt2008"))
     statuses = {}
     for level in params["wichardt_levels"]:
         for seed in params["theta_seeds"]:

@@ -30,7 +30,8 @@ import numpy as np
 from . import poly as P
 
 __all__ = ["Infoset", "Game", "load_game", "parse_game", "forgetful_cut_game", "random_cut_game",
-           "random_decision_problem", "random_two_player_game", "MIRRORED", "PROJECT_GAMES", "game_file", "canonical_sha256"]
+           "random_decision_problem", "random_two_player_game", "MIRRORED", "PROJECT_GAMES", "CODE_GAMES", "game_file",
+           "canonical_sha256"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent.parent
@@ -588,12 +589,107 @@ def game_file(name: str, dest_dir: str | Path | None = None) -> Path:
     return fetch(url, dest, sha256=sha, mirror_relpath=f"{MIRROR_SUBDIR}/{fname}", canonical_text=True)
 
 
+# ------------------------------------------------------------------------------------------ games built in code
+def _picc_rub_fig3() -> Game:
+    """Piccione & Rubinstein (1995), Fig. 3, built node by node: one player, infoset ``inf1/`` = {root} with actions
+    l1, r1, then infoset ``inf2/`` = {after l1, after r1} (the first move is forgotten) with actions l2, r2;
+    payoffs (l1, l2) = 1, (r1, r2) = 2, else 0. The same tree as the public LiteEFG file ``picc_rub_fig3``."""
+    nodes = {"/": _Node("player", player=1, actions=("l1", "r1"))}
+    pay = {("l1", "l2"): 1.0, ("l1", "r2"): 0.0, ("r1", "l2"): 0.0, ("r1", "r2"): 2.0}
+    for a in ("l1", "r1"):
+        nodes[f"/P1:{a}"] = _Node("player", player=1, actions=("l2", "r2"))
+        for b in ("l2", "r2"):
+            nodes[f"/P1:{a}/P1:{b}"] = _Node("leaf", payoffs={1: pay[a, b]})
+    return _build(nodes, [("inf1/", ["/"]), ("inf2/", ["/P1:l1", "/P1:r1"])], "picc_rub_fig3")
+
+
+def _driver(exit_payoffs, end_payoff: float, title: str) -> Game:
+    """The absent-minded driver (Piccione & Rubinstein 1995) and its extension, built node by node: one infoset
+    ``pl1_1__highway/`` holds every intersection; at the k-th, exit (e) pays ``exit_payoffs[k]`` and continue (c)
+    leads on, to a leaf paying ``end_payoff`` after the last. The same trees as the public LiteEFG files
+    ``absentminded_driver`` (exits 0, 4; end 0) and ``extended_abs_driver`` (exits 0, 0, 27; end 0)."""
+    nodes, members, path = {}, [], "/"
+    for u in exit_payoffs:
+        node = nodes[path] = _Node("player", player=1, actions=("e", "c"))
+        members.append(path)
+        nodes[_child(path, node, "e")] = _Node("leaf", payoffs={1: float(u)})
+        path = _child(path, node, "c")
+    nodes[path] = _Node("leaf", payoffs={1: float(end_payoff)})
+    return _build(nodes, [("pl1_1__highway/", members)], title)
+
+
+def _chance_pair(first: tuple, second: tuple, infosets: list, title: str) -> Game:
+    """A fair coin at the root, then on each side ``(chance action, player actions, stop payoff, second actions,
+    second payoffs)``: the player stops (first action, payoff ``stop``) or goes on to a second decision whose
+    actions pay ``second payoffs``. ``infosets``: (name, member paths) in file order."""
+    nodes = {"/": _Node("chance", actions=(first[0], second[0]), probs=(0.5, 0.5))}
+    for side, acts, stop, acts2, pays in (first, second):
+        top = f"/C:{side}"
+        nodes[top] = _Node("player", player=1, actions=acts)
+        nodes[f"{top}/P1:{acts[0]}"] = _Node("leaf", payoffs={1: float(stop)})
+        mid = nodes[f"{top}/P1:{acts[1]}"] = _Node("player", player=1, actions=acts2)
+        for a, u in zip(acts2, pays):
+            nodes[_child(f"{top}/P1:{acts[1]}", mid, a)] = _Node("leaf", payoffs={1: float(u)})
+    return _build(nodes, infosets, title)
+
+
+def _picc_rub_fig2() -> Game:
+    """Piccione & Rubinstein (1995), Fig. 2: a fair coin h/t; after h stop (s1, 2) or go on (b1), after t stop
+    (s2, 2) or go on (b2); the two second decisions (l, r) share infoset ``inf3/`` and pay (3, 0) after h, (0, 4)
+    after t. The same tree as the public LiteEFG file ``picc_rub_fig2``."""
+    return _chance_pair(("h", ("s1", "b1"), 2, ("l", "r"), (3, 0)), ("t", ("s2", "b2"), 2, ("l", "r"), (0, 4)),
+                        [("inf1/", ["/C:h"]), ("inf2/", ["/C:t"]), ("inf3/", ["/C:h/P1:b1", "/C:t/P1:b2"])],
+                        "picc_rub_fig2")
+
+
+def _picc_rub_fig6() -> Game:
+    """Piccione & Rubinstein (1995), Fig. 6: a fair coin l/r; the decisions {s1, b1} and {s2, b2} are met in
+    opposite orders on the two sides (infosets ``inf1/`` and ``inf2/`` each hold one first and one second
+    decision); stopping first pays 3, going on then stopping 0, going on twice 2. The same tree as the public
+    LiteEFG file ``picc_rub_fig6``."""
+    return _chance_pair(("l", ("s2", "b2"), 3, ("s1", "b1"), (0, 2)), ("r", ("s1", "b1"), 3, ("s2", "b2"), (0, 2)),
+                        [("inf1/", ["/C:r", "/C:l/P1:b2"]), ("inf2/", ["/C:l", "/C:r/P1:b1"])], "picc_rub_fig6")
+
+
+def _wichardt2008() -> Game:
+    """Wichardt (2008), built node by node: player 1 moves R/L (infoset ``P1:1``), then r/l having forgotten the
+    first move (``P1:2``), then player 2, who sees nothing, moves B/T (``P2:1``). Zero-sum; player 1 gets 1 at
+    (R, r, B) and (L, l, T), -1 at (R, r, T) and (L, l, B), -5 when the two moves of player 1 differ. The same
+    tree as the public Gambit file ``wichardt2008.efg`` (a game with no Nash equilibrium in behavioural
+    strategies)."""
+    u1 = {("R", "r", "B"): 1.0, ("R", "r", "T"): -1.0, ("L", "l", "B"): -1.0, ("L", "l", "T"): 1.0}
+    nodes = {"/": _Node("player", player=1, actions=("R", "L"))}
+    members = {"P1:1": ["/"], "P1:2": [], "P2:1": []}
+    for a in ("R", "L"):
+        p1 = f"/P1:{a}"
+        nodes[p1] = _Node("player", player=1, actions=("r", "l"))
+        members["P1:2"].append(p1)
+        for b in ("r", "l"):
+            p2 = f"{p1}/P1:{b}"
+            nodes[p2] = _Node("player", player=2, actions=("B", "T"))
+            members["P2:1"].append(p2)
+            for c in ("B", "T"):
+                v = u1.get((a, b, c), -5.0)
+                nodes[f"{p2}/P2:{c}"] = _Node("leaf", payoffs={1: v, 2: -v})
+    return _build(nodes, list(members.items()), "Wichardt (2008): 2 players, imperfect recall")
+
+
+#: name -> builder of a small public game built in code (no file, no network: the smoke scale's games)
+CODE_GAMES = {"absentminded_driver_code": lambda: _driver((0, 4), 0, "absentminded_driver"),
+              "extended_abs_driver_code": lambda: _driver((0, 0, 27), 0, "extended_abs_driver"),
+              "picc_rub_fig2_code": _picc_rub_fig2, "picc_rub_fig3_code": _picc_rub_fig3,
+              "picc_rub_fig6_code": _picc_rub_fig6, "wichardt2008_code": _wichardt2008}
+
+
 def load_game(name_or_path: str) -> Game:
     """A game by name (a mirrored game such as ``"picc_rub_fig3"`` or ``"wichardt2008"``, a project game
-    ``"amd_classic"`` / ``"amd_policeman"``) or from a path ending in ``.txt`` (LiteEFG) or ``.efg``."""
+    ``"amd_classic"`` / ``"amd_policeman"``, a mirrored game built in code: its name + ``"_code"``, see
+    ``CODE_GAMES``) or from a path ending in ``.txt`` (LiteEFG) or ``.efg``."""
     if not isinstance(name_or_path, (str, os.PathLike)):
         raise ValueError(f"name_or_path must be a string, got {type(name_or_path).__name__}")
     s = str(name_or_path)
+    if s in CODE_GAMES:
+        return CODE_GAMES[s]()
     if s in PROJECT_GAMES:
         path = PACKAGE_DIR / "games" / PROJECT_GAMES[s]
     elif s in MIRRORED:
@@ -603,7 +699,8 @@ def load_game(name_or_path: str) -> Game:
         if not path.is_file():
             raise ValueError(f"name_or_path: file {s!r} not found")
     else:
-        raise ValueError(f"name_or_path: unknown game {s!r}; names are {sorted(MIRRORED) + sorted(PROJECT_GAMES)}, "
+        raise ValueError(f"name_or_path: unknown game {s!r}; names are "
+                         f"{sorted(MIRRORED) + sorted(PROJECT_GAMES) + sorted(CODE_GAMES)}, "
                          "or give a path ending in .txt or .efg")
     text = path.read_text(encoding="utf-8")
     game = parse_game(text, "efg" if path.suffix == ".efg" else "liteefg")

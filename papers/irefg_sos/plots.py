@@ -39,17 +39,16 @@ def bounds_vs_level(results: Path, out: Path) -> None:
             l_inf = info.get(game, {}).get("n_infosets") or (5 if game == "cycle5" else 7 if game == "cycle7" else None)
             if l_inf is not None:
                 ax.axvline(l_inf + 1, color="0.6", lw=0.6, ls=":")
-        ax.axhline(1e-6, color="k", lw=0.7, ls="--")
+        ax.axhline(1e-6, color="k", lw=0.7, ls="--", label="1e-6 (exactness tolerance)")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_title(title)
         ax.set_xlabel("level r (dotted: l + 1)")
         ax.set_ylabel(r"$|\rho_r - U^*|$ (floored at 1e-10)")
-        if exp != "random":
-            ax.legend(fontsize=6)
-        else:
+        if exp == "random":
             ax.plot([], [], color="#0072B2", label="cut games")
             ax.plot([], [], color="#D55E00", label="decision problems")
-            ax.legend(fontsize=6)
+        # below the axes, so that no legend covers the tolerance line or the curves
+        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     save_figure(fig, out / "bounds_vs_level.png")
 
 

@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Problem", "DataError", "DATASETS", "FILES", "COMPLEXOR_DIGEST", "COMPLEXOR_BASE", "load_dataset",
-           "default_root", "complexor_manifest"]
+__all__ = ["Problem", "DataError", "DATASETS", "FILES", "COMPLEXOR_DIGEST", "COMPLEXOR_BASE", "SOURCES", "load_dataset",
+           "default_root", "complexor_manifest", "fetch_jsonl", "fetch_complexor"]
 
 _SIRL = "https://raw.githubusercontent.com/Cardinal-Operations/SIRL/8e85194b8f251ec229cc310c2c6e8794ead85682/test_data/"
 _OPTMATH = "https://raw.githubusercontent.com/optsuite/OptMATH/f15bbc4477c70db85ad148df8bcc1b780bca0f8c/benchmark/"
@@ -33,6 +33,8 @@ FILES = {
 }
 COMPLEXOR_DIGEST = "faf5279a71070ab95c9dee3f70b7bcd0f1cf3bc64440a9a9c1274f759306c67a"
 DATASETS = ("industryor", "complexlp", "nl4opt", "easylp", "complexor")
+#: "public": the benchmark files (SHA-256 verified); "synthetic": papers/sacopt/synthetic.py's smoke stand-ins
+SOURCES = ("public", "synthetic")
 _MANIFEST = Path(__file__).with_name("data_manifest.json")
 
 
@@ -50,9 +52,45 @@ class Problem:
     meta: dict = field(default_factory=dict)
 
 
-def default_root() -> Path:
-    """``data/sacopt`` of the repository."""
-    return Path(__file__).resolve().parents[2] / "data" / "sacopt"
+def default_root(source: str = "public") -> Path:
+    """``data/sacopt`` of the repository (``data/sacopt/synthetic`` for the synthetic stand-ins)."""
+    root = Path(__file__).resolve().parents[2] / "data" / "sacopt"
+    return root / "synthetic" if source == "synthetic" else root
+
+
+def fetch_jsonl(fname: str, dest: str | Path) -> Path:
+    """Fetch the public file ``fname`` (one of ``FILES``) to ``dest`` (mirror first, SHA-256 verified)."""
+    from shared.data import fetch
+
+    matches = [v for v in FILES.values() if v[0] == fname]
+    if len(matches) != 1:
+        raise ValueError(f"fname must be one of {sorted(v[0] for v in FILES.values())}, got {fname!r}")
+    _, url, sha = matches[0]
+    return fetch(url, dest, sha256=sha, mirror_relpath=f"optmodel/{fname}")
+
+
+def fetch_complexor(marker: str | Path) -> Path:
+    """Fetch every ComplexOR file of the committed manifest beside ``marker`` (``<root>/ComplexOR/.complete``),
+    each SHA-256 verified, then write the marker."""
+    from shared.data import fetch
+
+    marker = Path(marker)
+    root = marker.parent.parent
+    for rel, sha in complexor_manifest().items():
+        fetch(COMPLEXOR_BASE + rel.partition("ComplexOR/")[2], root / rel, sha256=sha, mirror_relpath=f"optmodel/{rel}")
+    marker.write_text("ok\n")
+    return marker
+
+
+def _expected_digests(source: str) -> tuple[dict, dict]:
+    """(file name -> SHA-256 of the four JSON Lines files, ComplexOR path -> SHA-256) of ``source``."""
+    if source == "public":
+        return {v[0]: v[2] for v in FILES.values()}, complexor_manifest()
+    from papers.sacopt.synthetic import synthetic_files
+
+    digests = {rel: hashlib.sha256(data).hexdigest() for rel, data in synthetic_files().items()}
+    return ({rel: h for rel, h in digests.items() if "/" not in rel},
+            {rel: h for rel, h in digests.items() if rel.startswith("ComplexOR/")})
 
 
 def complexor_manifest() -> dict[str, str]:
@@ -76,12 +114,14 @@ def _parse_answer(raw, where: str):
     return value
 
 
-def _load_jsonl(name: str, root: Path) -> list[Problem]:
-    fname, url, sha = FILES[name]
+def _load_jsonl(name: str, root: Path, digests: dict) -> list[Problem]:
+    fname, url, _ = FILES[name]
+    sha = digests[fname]
     path = root / fname
     if not path.is_file():
         raise DataError(f"{name}: missing file {path} (mirror path optmodel/{fname}, URL {url}); "
-                        f"run `snakemake sacopt_fetch_{name}`")
+                        "; the sacopt data rules make it (`snakemake --cores 1 <that path>`; the synthetic smoke files: "
+                        "`data/sacopt/synthetic/.complete`)")
     if _sha(path) != sha:
         raise DataError(f"{name}: checksum mismatch for {path} (expected SHA-256 {sha}; truncated or altered?)")
     out = []
@@ -100,11 +140,10 @@ def _load_jsonl(name: str, root: Path) -> list[Problem]:
     return out
 
 
-def _load_complexor(root: Path) -> list[Problem]:
+def _load_complexor(root: Path, manifest: dict, public: bool = True) -> list[Problem]:
     base = root / "ComplexOR"
-    manifest = complexor_manifest()
     digest = hashlib.sha256("".join(f"{h}  {p}\n" for p, h in sorted(manifest.items())).encode()).hexdigest()
-    if digest != COMPLEXOR_DIGEST:
+    if public and digest != COMPLEXOR_DIGEST:
         raise DataError(f"complexor: the committed manifest digest {digest} differs from {COMPLEXOR_DIGEST}")
     for rel, sha in manifest.items():
         path = root / rel
@@ -124,14 +163,21 @@ def _load_complexor(root: Path) -> list[Problem]:
     return out
 
 
-def load_dataset(name: str, *, root: str | None = None) -> list[Problem]:
+def load_dataset(name: str, *, root: str | None = None, source: str = "public") -> list[Problem]:
     """Items of benchmark ``name`` in {"industryor", "complexlp", "nl4opt", "easylp", "complexor"}.
 
     Ids are upstream ``id`` where present, else 1-based line numbers (ComplexOR: folder names). Raises
     ``ValueError`` for an unknown name and :class:`DataError` for a missing, truncated or altered file, a line
     that is not JSON or lacks en_question/en_answer, or a non-numeric answer other than "No Best Solution".
+    ``source="synthetic"`` reads the smoke stand-ins (:mod:`papers.sacopt.synthetic`, default root
+    ``data/sacopt/synthetic``), checked against the bytes their generator writes.
     """
     if name not in DATASETS:
         raise ValueError(f"name must be one of {DATASETS}, got {name!r}")
-    base = Path(root) if root is not None else default_root()
-    return _load_complexor(base) if name == "complexor" else _load_jsonl(name, base)
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
+    base = Path(root) if root is not None else default_root(source)
+    jsonl, manifest = _expected_digests(source)
+    if name == "complexor":
+        return _load_complexor(base, manifest, public=source == "public")
+    return _load_jsonl(name, base, jsonl)

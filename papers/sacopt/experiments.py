@@ -59,12 +59,14 @@ class CachedExecutor:
 
 # ---------------------------------------------------------------------------------------------------- data
 def data(params: dict, ctx: RunContext):
-    """Loaders and answer statistics of the mirrored benchmarks (``limit`` items each at smoke)."""
+    """Loaders and answer statistics of the mirrored benchmarks (``limit`` items each at smoke); ``source:
+    synthetic`` reads the generated stand-ins of :mod:`papers.sacopt.synthetic` instead (smoke: no network)."""
     limit = params.get("limit")
+    source = params.get("source", "public")
     rows, metrics, sizes = [], {"datasets": {}}, {}
     for name in DATASETS:
         try:
-            items = load_dataset(name)
+            items = load_dataset(name, source=source)
         except Exception as exc:  # a missing mirror is a visible skip at smoke, an error otherwise
             if not params.get("allow_missing", False):
                 raise
@@ -90,7 +92,7 @@ def data(params: dict, ctx: RunContext):
     # ComplexOR audit: the project's reference formulations (papers/sacopt/complexor.py, written from each
     # gt_model.txt) solved on the sample input vs the recorded output (rel 1e-6); every problem, also at smoke
     try:
-        cor = load_dataset("complexor")
+        cor = load_dataset("complexor", source=source)
     except Exception as exc:
         if not params.get("allow_missing", False):
             raise
@@ -462,7 +464,7 @@ def llm(params: dict, ctx: RunContext):
 def _llm_accuracies(params, backend, metrics, rows):
     diffs, control_diffs, forward = [], [], []
     for name in params["datasets"]:
-        items = load_dataset(name)[: params.get("limit")]
+        items = load_dataset(name, source=params.get("source", "public"))[: params.get("limit")]
         arms = list(LLM_ARMS) if name == ABLATION_DATASET else [*PIPELINES, "sacopt-no-loop"]
         oks = {arm: [answers_match(LLM_ARMS[arm](pr, backend).answer, pr.answer, rounding=asks_rounding(pr.text))
                      for pr in items] for arm in arms}

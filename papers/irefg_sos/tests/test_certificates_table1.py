@@ -37,7 +37,7 @@ def test_derivative_bounds_exact_for_multilinear_and_valid_otherwise():
 
 
 def test_wichardt_certificate_proves_no_ne():
-    w = load_game("wichardt2008")
+    w = load_game("wichardt2008_code")
     cert = no_ne_grid_certificate(w, 41)
     assert cert["min_grid_nashconv"] >= 0.99
     assert cert["margin"] > 0
@@ -54,7 +54,7 @@ def test_certificate_fails_on_a_game_with_an_equilibrium():
 
 def test_certificate_bad_grid():
     with pytest.raises(ValueError, match="k must be"):
-        no_ne_grid_certificate(load_game("wichardt2008"), 1)
+        no_ne_grid_certificate(load_game("wichardt2008_code"), 1)
 
 
 def test_candidate_gaps_record_the_cut_loop():

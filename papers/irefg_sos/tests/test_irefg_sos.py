@@ -66,17 +66,18 @@ def test_amd_classic_polynomial_and_utility():
 
 
 def test_mirrored_games_known_polynomials():
-    fig3 = load_game("picc_rub_fig3")
+    """On the games built in code (equal to the public files: test_code_games.py), so that no fetch is needed."""
+    fig3 = load_game("picc_rub_fig3_code")
     assert not fig3.is_absentminded
     assert _close(fig3.polynomial(1), {(1, 1): 3.0, (1, 0): -2.0, (0, 1): -2.0, (0, 0): 2.0})
-    drv = load_game("absentminded_driver")
+    drv = load_game("absentminded_driver_code")
     assert _close(drv.polynomial(1), {(1,): 4.0, (2,): -4.0})
-    ext = load_game("extended_abs_driver")
+    ext = load_game("extended_abs_driver_code")
     assert _close(ext.polynomial(1), {(1,): 27.0, (2,): -54.0, (3,): 27.0})   # 27 x (1 - x)^2
 
 
 def test_wichardt_zero_sum_and_structure():
-    w = load_game("wichardt2008")
+    w = load_game("wichardt2008_code")
     assert w.players == (1, 2)
     assert [I.name for I in w.infosets] == ["P1:1", "P1:2", "P2:1"]
     assert not w.is_absentminded
@@ -136,16 +137,16 @@ def test_cycle5_level_one_is_goemans_williamson():
 
 
 def test_pure_optimum_fig2():
-    val, strat = pure_optimum(load_game("picc_rub_fig2"))
+    val, strat = pure_optimum(load_game("picc_rub_fig2_code"))
     assert val == pytest.approx(3.0)
     assert strat["inf1/"]["s1"] == 1.0
 
 
 # ---------------------------------------------------------------------------------------- certificates
 def test_concavity_certificates():
-    assert sos_concavity_certificate(load_game("absentminded_driver")).certified
-    assert not sos_concavity_certificate(load_game("picc_rub_fig3")).certified     # indefinite Hessian
-    assert not sos_concavity_certificate(load_game("extended_abs_driver")).certified
+    assert sos_concavity_certificate(load_game("absentminded_driver_code")).certified
+    assert not sos_concavity_certificate(load_game("picc_rub_fig3_code")).certified     # indefinite Hessian
+    assert not sos_concavity_certificate(load_game("extended_abs_driver_code")).certified
 
 
 # ------------------------------------------------------------------------------------------------- nash
@@ -154,7 +155,7 @@ def test_nash_conv_known_values():
     ne = {"d_start": {"T": 0, "S": 1}, "p_watch": {"W": 0, "I": 1}, "d_highway": {"C": 0.5, "E": 0.5},
           "p_exit": {"H": 0.5, "E": 0.5}}
     assert nash_conv(a, ne) == pytest.approx(0.0, abs=1e-7)
-    w = load_game("wichardt2008")
+    w = load_game("wichardt2008_code")
     # (R, r, B): player 1 gets 1 (its max); player 2 gets -1 and switches to T for +1: NashConv 2
     prof = {"P1:1": {"R": 1, "L": 0}, "P1:2": {"r": 1, "l": 0}, "P2:1": {"B": 1, "T": 0}}
     assert nash_conv(w, prof) == pytest.approx(2.0)
@@ -170,7 +171,7 @@ def test_kkt_holds_at_an_equilibrium():
 
 
 def test_sos_nash_wichardt_no_ne():
-    res = sos_nash(load_game("wichardt2008"), level=2, max_level=2, theta_seed=0, max_iter=5, solver="SCS")
+    res = sos_nash(load_game("wichardt2008_code"), level=2, max_level=2, theta_seed=0, max_iter=5, solver="SCS")
     assert res.status == "no_ne" and res.profile is None
 
 
@@ -181,7 +182,7 @@ def test_simplex_projection_known_answer():
 
 
 def test_first_order_baselines_on_fig3():
-    g = load_game("picc_rub_fig3")
+    g = load_game("picc_rub_fig3_code")
     start = {"inf1/": {"l1": 0.9, "r1": 0.1}, "inf2/": {"l2": 0.9, "r2": 0.1}}   # basin of the local max (1, 1)
     out = projected_gradient_ascent(g, start, iters=300)
     assert out["value"] == pytest.approx(1.0) and out["strategy"]["inf1/"]["l1"] == pytest.approx(1.0)
@@ -239,17 +240,17 @@ def test_profile_bad_input():
 
 
 def test_level_player_and_max_level_errors():
-    ext = load_game("extended_abs_driver")
+    ext = load_game("extended_abs_driver_code")
     with pytest.raises(ValueError, match="level"):
         moment_bound(ext, 1)                       # deg 3 needs level >= 2
     with pytest.raises(ValueError, match="player"):
         moment_bound(ext, 2, player=2)
     with pytest.raises(ValueError, match="player"):
-        moment_bound(load_game("wichardt2008"), 2)  # other strategic players
+        moment_bound(load_game("wichardt2008_code"), 2)  # other strategic players
     with pytest.raises(ValueError, match="absentminded"):
         pure_optimum(ext)
     with pytest.raises(ValueError, match="max_level"):
-        sos_nash(load_game("wichardt2008"), level=3, max_level=2)
+        sos_nash(load_game("wichardt2008_code"), level=3, max_level=2)
     with pytest.raises(ValueError, match="level"):
         sos_nash(load_game("amd_policeman"), level=2)   # deg 5 needs level >= 3
     with pytest.raises(ValueError, match="player"):
@@ -354,6 +355,6 @@ def test_ncpol_crosscheck_known_answers():
     g = forgetful_cut_game(3, [(0, 1), (1, 2), (0, 2)])   # triangle: both builds give the same level-1 bound
     assert ncpol_bound(g, 1).bound == pytest.approx(moment_bound(g, 1).bound, abs=1e-6)
     with pytest.raises(ValueError, match="level"):
-        ncpol_bound(load_game("extended_abs_driver"), 1)   # cubic utility: level >= 2
+        ncpol_bound(load_game("extended_abs_driver_code"), 1)   # cubic utility: level >= 2
     with pytest.raises(ValueError, match="player"):
-        ncpol_bound(load_game("wichardt2008"), 1)
+        ncpol_bound(load_game("wichardt2008_code"), 1)

@@ -120,7 +120,7 @@ def test_weak_model_end_to_end(tmp_path, monkeypatch):
         def _complete(self, messages, *, n, temperature, max_tokens, seed, key):
             return ["I am not sure."] * n, 10, 4, False
 
-    def fake_items(name):
+    def fake_items(name, **_):
         from papers.sacopt.datasets import Problem
         return [Problem(f"{name}-{k}", "Maximise x subject to x <= 3.", 3.0, {"sample_input": {}}) for k in range(5)]
     monkeypatch.setenv("REPRO_LLM_BACKEND", "local")
