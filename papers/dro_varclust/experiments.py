@@ -503,7 +503,7 @@ def main_probe(params: dict, ctx: RunContext):
                        control={"random_affinity": {"acc_minus_published": [control[s] - b for s, b in
                                                                             zip(seeds, published)]}})
     write_metrics(timings, ctx.out_dir / "timings.json")
-    ctx.record(cpu_s=timings)
+    ctx.record(cpu_s_by_seed=timings)
     return rows, metrics
 
 
