@@ -258,17 +258,28 @@ def train(params: dict, ctx: RunContext):
               "jensen_violations": sum(metrics[t]["jensen_violations"] for t in tasks),
               "jensen_pairs_checked": sum(metrics[t]["jensen_pairs"] for t in tasks)}
     cmp = params.get("compare", {"adpo": "adpo_token", "dpo": "dpo"})
-    credit, credit_se, kl_ratio = [], [], []
+    credit, credit_se, kl_ratio, per_seed, control, ref_em, gain = [], [], [], [], [], [], []
     for task in params.get("credit_tasks", tasks[:1]):
         out = metrics[task]["methods"]
         diffs = 100 * (np.array(out[cmp["adpo"]]["exact_match"]["per_seed"])
                        - np.array(out[cmp["dpo"]]["exact_match"]["per_seed"]))
         mean, se = mean_and_se(diffs)
-        credit.append(mean), credit_se.append(se)
+        credit.append(mean), credit_se.append(se), per_seed.append([float(d) for d in diffs])
         kl_ratio.append(out[cmp["adpo"]]["kl"]["mean"] / out[cmp["dpo"]]["kl"]["mean"])
+        if cmp.get("control") in out:   # ADPO with one unit (= DPO): the claim's metric must not hold for it
+            control.append([float(d) for d in 100 * (np.array(out[cmp["control"]]["exact_match"]["per_seed"])
+                                                     - np.array(out[cmp["dpo"]]["exact_match"]["per_seed"]))])
+        reference = metrics[task]["reference"]["exact_match"]
+        ref_em.append(reference)
+        gain.append(100 * (max(v["exact_match"]["mean"] for v in out.values()) - reference))
     worst = int(np.argmin(credit))
     claims["localised_credit_points"], claims["localised_credit_se"] = credit[worst], credit_se[worst]
+    claims["localised_credit_per_seed"] = per_seed[worst]
+    claims["reference_em"] = min(ref_em)
+    # can the testbed separate methods at all: the best method's mean exact match minus the reference's (points)
+    claims["best_gain_over_reference_points"] = min(gain)
     claims["kl_ratio"] = max(kl_ratio)
+    claims["control"] = {"one_unit": {"localised_credit_per_seed": control[worst] if control else None}}
     best = [_adaptive_best(metrics[t]["methods"], spec_of) for t in tasks]
     claims["adaptive_best_tasks"] = None if any(b is None for b in best) or len(tasks) < 3 else sum(best)
     metrics["claims"] = claims
@@ -277,57 +288,69 @@ def train(params: dict, ctx: RunContext):
 
 # ------------------------------------------------------------------------------------------------ perf
 def perf(params: dict, ctx: RunContext):
-    """TRL's DPOTrainer (sigmoid) against our trainer (DPO, token ADPO, adaptive m = 4), same model, data, order,
-    batch, AdamW, lr and beta, ``steps`` steps each.
+    """TRL's DPOTrainer (sigmoid, float32) against our trainer (DPO, token ADPO, adaptive m = 4), same model,
+    data, order, batch, AdamW, lr and beta, ``steps`` steps each, ``repeats`` times.
 
-    Metrics: ``trl_agree.max_rel_diff`` (per-step losses, our DPO vs TRL; null when TRL is not importable),
-    ``steps``; the steps per CPU second of each trainer go to ``timings.json`` and provenance (run-dependent).
+    Metrics (deterministic): ``trl_agree.max_rel_diff`` (per-step losses of the first repeat, our DPO vs TRL;
+    null when TRL is not importable), ``trl_agree.step1_grad_rel_diff`` (first-batch gradients against an exact
+    float64 DPO gradient: ours in float32, TRL in float32, TRL with its default bf16 autocast). Speed goes to
+    ``timings.json`` (run-dependent): per-step CPU seconds, median over steps 2..n of each repeat; the ratio
+    TRL / ours per repeat and its median and range over the repeats.
     """
-    import time
-
     from shared.results import write_metrics
 
     seed_torch(ctx.seed)
     task = params.get("task", "sort")
     ref = load_sft(params, task, ctx.seed)
     steps, batch, lr, beta = int(params["steps"]), int(params["batch"]), float(params["lr"]), float(params["beta"])
+    repeats = int(params.get("repeats", 1))
     pairs = make_preference_pairs(task, steps * batch, seed=ctx.seed + 11)
     data = encode_pairs(pairs, ref)
     order = np.arange(steps * batch)
-    timings, losses, rows = {}, {}, []
-    for name, mdict in params["methods"].items():
-        start = time.process_time()
-        _, log = train_preference(ref, method_spec(mdict), data, steps=steps, batch=batch, lr=lr, beta=beta,
-                                  seed=0, order=order)
-        timings[name] = steps / (time.process_time() - start)
-        losses[name] = np.asarray(log["loss"])
-    trl_error = None
+    step_median = lambda s: float(np.median(s[1:] if len(s) > 1 else s))  # noqa: E731  (step 1 warms up)
+    per_step, losses, rows, trl_error = {}, {}, [], None
     try:
-        from papers.adpo.perf import run_trl_dpo
-
-        trl_losses, wall = run_trl_dpo(ref, pairs, steps=steps, batch=batch, lr=lr, beta=beta, seed=ctx.seed)
-        timings["trl_dpo"] = steps / wall
-        losses["trl_dpo"] = trl_losses
+        from papers.adpo.perf import run_trl_dpo, step1_gradients
     except ImportError as exc:  # TRL is optional: the comparison is then recorded as not evaluated
         trl_error = f"TRL not importable: {exc}"
         ctx.log(trl_error)
+    for r in ctx.progress(range(repeats), total=repeats, what="repeats"):
+        for name, mdict in params["methods"].items():
+            _, log = train_preference(ref, method_spec(mdict), data, steps=steps, batch=batch, lr=lr, beta=beta,
+                                      seed=0, order=order)
+            per_step.setdefault(name, []).append(step_median(log["step_cpu_s"]))
+            losses.setdefault(name, np.asarray(log["loss"]))
+        if trl_error is None:
+            trl_losses, trl_steps = run_trl_dpo(ref, pairs, steps=steps, batch=batch, lr=lr, beta=beta,
+                                                seed=ctx.seed)
+            per_step.setdefault("trl_dpo", []).append(step_median(trl_steps))
+            losses.setdefault("trl_dpo", trl_losses)
     for name, values in losses.items():
         rows += [{"method": name, "seed": 0, "step": i + 1, "metric": "loss", "value": float(v)}
                  for i, v in enumerate(values)]
-    agree = None
+    agree, grads = None, None
     if "trl_dpo" in losses and "dpo" in losses:
         n = min(len(losses["trl_dpo"]), len(losses["dpo"]))
         agree = float(np.max(np.abs(losses["dpo"][:n] - losses["trl_dpo"][:n]) / np.abs(losses["trl_dpo"][:n])))
         ctx.log(f"per-step loss agreement with TRL over {n} steps: max rel diff {agree:.2e}")
+        grads = step1_gradients(ref, pairs[:batch], beta=beta)
+        ctx.log(f"step-1 gradient vs float64: {grads}")
     ratios = {}
-    if "trl_dpo" in timings:
-        ratios["ours_dpo_over_trl"] = timings["dpo"] / timings["trl_dpo"]
-    for name in timings:
+    if "trl_dpo" in per_step:
+        r = [t / o for t, o in zip(per_step["trl_dpo"], per_step["dpo"])]
+        ratios["ours_dpo_over_trl"] = {"per_repeat": r, "median": float(np.median(r)), "min": float(min(r)),
+                                       "max": float(max(r))}
+    for name in per_step:
         if name not in ("dpo", "trl_dpo"):
-            ratios[f"{name}_over_dpo"] = timings[name] / timings["dpo"]
-    write_metrics({"steps_per_s": timings, "ratios": ratios}, ctx.out_dir / "timings.json")
-    ctx.record(steps_per_s=timings, ratios=ratios, trl_error=trl_error)
-    return rows, {"steps": steps, "batch": batch, "trl_agree": {"max_rel_diff": agree, "error": trl_error},
+            r = [o / t for t, o in zip(per_step[name], per_step["dpo"])]
+            ratios[f"{name}_over_dpo"] = {"per_repeat": r, "median": float(np.median(r)), "min": float(min(r)),
+                                          "max": float(max(r))}
+    steps_per_s = {k: 1.0 / float(np.median(v)) for k, v in per_step.items()}
+    write_metrics({"steps_per_s": steps_per_s, "step_cpu_s_per_repeat": per_step, "ratios": ratios,
+                   "repeats": repeats}, ctx.out_dir / "timings.json")
+    ctx.record(steps_per_s=steps_per_s, ratios={k: v["median"] for k, v in ratios.items()}, trl_error=trl_error)
+    return rows, {"steps": steps, "batch": batch, "repeats": repeats,
+                  "trl_agree": {"max_rel_diff": agree, "step1_grad_rel_diff": grads, "error": trl_error},
                   "final_loss": {k: float(v[-1]) for k, v in losses.items()}}
 
 

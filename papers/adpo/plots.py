@@ -163,17 +163,22 @@ def _performance(results, out):
     base = results / "perf"
     met, tim = read_metrics(base / "metrics.json"), read_metrics(base / "timings.json")
     hw = read_metrics(base / "provenance.json").get("hardware", {})
-    lines = [f"**{met['steps']} training steps each, batch {met['batch']} pairs, same model, data, order, AdamW "
-             f"and lr (hardware: {hw.get('cpu', 'unknown')}, {hw.get('cores', '?')} cores, one torch thread; steps per "
-             "CPU second of the training loop, on a shared machine)**", "", "| trainer | steps/s (CPU) | final loss |", "|---|---|---|"]
+    lines = [f"**{met['steps']} training steps each, {tim.get('repeats', 1)} repeats, batch {met['batch']} pairs, "
+             f"same model, data, order, AdamW and lr, TRL in float32 (hardware: {hw.get('cpu', 'unknown')}, "
+             f"{hw.get('cores', '?')} cores, one torch thread; CPU seconds per training step, median over steps "
+             "2..n of each repeat, on a shared machine)**", "",
+             "| trainer | steps/s (CPU, median over repeats) | final loss |", "|---|---|---|"]
     for name, v in tim["steps_per_s"].items():
         lines.append(f"| {_label(name)} | {v:.3g} | {met['final_loss'].get(name, float('nan')):.6g} |")
-    lines += ["", "| ratio | value |", "|---|---|"]
+    lines += ["", "| ratio of steps/s | median over repeats | range over repeats |", "|---|---|---|"]
     for name, v in tim["ratios"].items():
-        lines.append(f"| steps/s {name.replace('_over_', ' / ')} | {v:.3g} |")
+        lines.append(f"| {name.replace('_over_', ' / ')} | {v['median']:.3g} | {v['min']:.3g} - {v['max']:.3g} |")
     agree = met["trl_agree"]["max_rel_diff"]
-    lines.append(f"| max relative difference of per-step losses, our DPO vs TRL | "
-                 f"{'not evaluated (' + str(met['trl_agree']['error']) + ')' if agree is None else f'{agree:.2e}'} |")
+    lines += ["", "| cross-check with TRL | value |", "|---|---|",
+              f"| max relative difference of per-step losses, our DPO vs TRL | "
+              f"{'not evaluated (' + str(met['trl_agree']['error']) + ')' if agree is None else f'{agree:.2e}'} |"]
+    for name, v in (met["trl_agree"].get("step1_grad_rel_diff") or {}).items():
+        lines.append(f"| step-1 gradient, relative difference from float64 DPO: {name.replace('_', ' ')} | {v:.2e} |")
     atomic_write_text(out / "performance.md", "\n".join(lines) + "\n")
 
 

@@ -256,11 +256,12 @@ def train_preference(ref_model, spec: MethodSpec, data: PairData, *, steps: int,
     need = steps * batch
     order = np.concatenate([order] * math.ceil(need / len(order)))[:need]
     log = {"loss": [], "grad_share": [], "evals": {}, "init_err": None, "jensen_violations": 0,
-           "jensen_checked": 0, "wall_s": 0.0}
+           "jensen_checked": 0, "wall_s": 0.0, "step_cpu_s": []}
     if eval_fn is not None and 0 in eval_steps:
         log["evals"][0] = eval_fn(model)
     start = time.perf_counter()
     for step in range(1, steps + 1):
+        cpu0 = time.process_time()
         idx = order[(step - 1) * batch: step * batch]
         model.train()
         rho_w, rho_l = _rho(model, data, idx)
@@ -278,6 +279,7 @@ def train_preference(ref_model, spec: MethodSpec, data: PairData, *, steps: int,
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        log["step_cpu_s"].append(time.process_time() - cpu0)
         log["loss"].append(value)
         if eval_fn is not None and step in eval_steps:
             log["wall_s"] += time.perf_counter() - start

@@ -22,8 +22,8 @@ from shared.experiment import RunContext, main
 from shared.results import write_arrays
 
 from papers.lukv.allocation import allocate_budget, round_keep_counts
-from papers.lukv.profile import (build_budget_curve, decrements, protect_scores, save_curve, scorer_order,
-                                 total_budget)
+from papers.lukv.profile import (build_budget_curve, curve_at_budget, decrements, kept_per_head, protect_scores,
+                                 save_curve, scorer_order, shuffle_heads, total_budget)
 from papers.lukv.task import VOCAB_SIZE, make_batch, value_positions
 
 __all__ = ["EXPERIMENTS", "random_instance", "instances", "train_tiny", "profile", "evaluate", "perf",
@@ -47,9 +47,10 @@ def instances(params: dict, ctx: RunContext):
     frac = float(params.get("budget_fraction", 0.2))
     budget = int(round(frac * n_heads * seq_len))
     rngs = seeding.spawn(ctx.seed, count, "instances")
-    rows, rel, dp, tru, dpr, t_greedy, t_dp = [], [], [], [], [], [], []
+    rows, rel, dp, tru, dpr, t_greedy, t_dp, uni = [], [], [], [], [], [], [], []
     for i, rng in enumerate(rngs):
         d = random_instance(rng, n_heads, seq_len)
+        uni.append(uniform_allocation_value(d, budget))
         t0 = time.perf_counter()
         g = allocate_budget(d, budget, method="greedy")
         t1 = time.perf_counter()
@@ -66,6 +67,7 @@ def instances(params: dict, ctx: RunContext):
     hull_equal = np.abs(rel - dpr) <= tol
     ordered = (rel >= dp - tol) & (dp >= tru - tol)
     gaps = (dp - tru) / dp
+    uniform_gaps = (dp - np.array(uni)) / dp
     write_arrays(ctx.out_dir / "instances.npz", relaxed=rel, dp=dp, true_greedy=tru, dp_relaxed=dpr)
     write_arrays(ctx.out_dir / "timings.npz", greedy_s=np.array(t_greedy), dp_s=np.array(t_dp))
     ctx.record(greedy_time_s=float(np.sum(t_greedy)), dp_time_s=float(np.sum(t_dp)))
@@ -74,8 +76,22 @@ def instances(params: dict, ctx: RunContext):
                             "n_hold": int(np.sum(hull_equal & ordered)),
                             "max_abs_greedy_minus_dp_relaxed": float(np.max(np.abs(rel - dpr)))},
                "gap": {"mean": float(gaps.mean()), "max": float(gaps.max()),
-                       "se": float(gaps.std(ddof=1) / np.sqrt(count)) if count > 1 else 0.0}}
+                       "se": float(gaps.std(ddof=1) / np.sqrt(count)) if count > 1 else 0.0,
+                       "per_instance": [float(g) for g in gaps]},
+               # control: the uniform split of the same budget (no allocation at all) on the same instances
+               "control": {"uniform": {"gap_per_instance": [float(g) for g in uniform_gaps],
+                                       "gap_max": float(uniform_gaps.max())}}}
     return rows, metrics
+
+
+def uniform_allocation_value(d: np.ndarray, budget: int) -> float:
+    """True retained utility sum_n R_n(b_n) of the uniform split b_n = floor(B/N) (+1 for the first B mod N
+    heads): the control of the near-optimality claims (an allocation that ignores the curves)."""
+    n_heads = d.shape[0]
+    b = np.full(n_heads, budget // n_heads)
+    b[: budget % n_heads] += 1
+    R = np.hstack([np.zeros((n_heads, 1)), np.cumsum(d, axis=1)])
+    return float(R[np.arange(n_heads), b].sum())
 
 
 # ------------------------------------------------------------------------------------------- tiny model
@@ -181,12 +197,12 @@ def attention(model, impl: str):
         model.config._attn_implementation = old
 
 
-def _oracle_and_scores(model, params, rng, n, scorer_specs):
-    """Samples, their oracle importance (n, L, G, T) and scores per scorer."""
+def _oracle_and_scores(model, params, rng, n, scorer_specs, task_kwargs=None):
+    """Samples, their oracle importance (n, L, G, T) and scores per scorer (``task_kwargs`` overrides the task)."""
     from papers.lukv.online import make_scorer, record_scores
     from papers.lukv.oracle import extract_oracle
 
-    c, f = _tensors(*make_batch(rng, n, **_task_kwargs(params)))
+    c, f = _tensors(*make_batch(rng, n, **(task_kwargs or _task_kwargs(params))))
     with attention(model, "eager"):
         imp = extract_oracle(model, c, f)
     scores = {}
@@ -203,42 +219,64 @@ def _spearman(a, b) -> float:
 
 
 def _profile_curves(params: dict, ctx: RunContext, model):
+    """Curves {(scorer, part, split): (99, L, G)} from ``n_splits`` independent pairs of disjoint profiling
+    sets A and B (``n_profile`` samples each, every set drawn from its own seed)."""
     scorers = params["scorers"]
     grid = np.round(np.arange(1, 100) / 100, 2)
     sink, window = int(params.get("sink", 4)), int(params.get("window", 1))
-    n = int(params["n_profile"])
+    n, n_splits = int(params["n_profile"]), int(params.get("n_splits", 1))
     curves = {}
-    for part in ("A", "B"):
-        _, _, imp, scores = _oracle_and_scores(model, params, seeding.generator(ctx.seed, "profile", part), n,
-                                               scorers)
-        for name in scorers:
-            curves[(name, part)] = build_budget_curve(list(imp), list(scores[name]), rho_grid=grid, sink=sink,
-                                                      window=window)
+    for split in ctx.progress(range(n_splits), total=n_splits, what="profiling splits"):
+        for part in ("A", "B"):
+            rng = seeding.generator(ctx.seed, "profile", part, f"split{split}")
+            _, _, imp, scores = _oracle_and_scores(model, params, rng, n, scorers)
+            for name in scorers:
+                curves[(name, part, split)] = build_budget_curve(list(imp), list(scores[name]), rho_grid=grid,
+                                                                 sink=sink, window=window)
     return curves
 
 
 def profile(params: dict, ctx: RunContext):
-    """Budget curves A and B (disjoint profiling sets) for every scorer; checks the budget invariant."""
+    """Budget curves A and B for ``n_splits`` independent pairs of disjoint profiling sets, every scorer;
+    the budget invariant; the stability of the per-head ratios Phi(0.8) between A and B (Spearman over heads,
+    one value per split) and its control (B's heads permuted). Writes ``curves.npz`` (every curve) and
+    ``curve_<scorer>_<A|B>.npy`` (split 0, with a JSON sidecar)."""
     model = _load_model(params, ctx)
     curves = _profile_curves(params, ctx, model)
     L, G = curves[next(iter(curves))].shape[1:]
     T = _task_kwargs(params)["context_len"]
     grid = np.round(np.arange(1, 100) / 100, 2)
-    metrics = {"N": int(L * G), "T": T, "bound": 1.0 / (L * G * T) + 1e-6, "curve_mean_err": {}, "spearman_ab": {}}
+    n_splits = int(params.get("n_splits", 1))
+    metrics = {"N": int(L * G), "T": T, "n_splits": n_splits, "bound": 1.0 / (L * G * T) + 1e-6,
+               "curve_mean_err": {}, "spearman_ab": {}, "spearman_ab_per_split": {},
+               "control": {"shuffled_heads": {"spearman_ab_per_split": {}}}}
     rows = []
-    for (name, part), curve in curves.items():
-        save_curve(curve, ctx.out_dir / f"curve_{name}_{part}.npy", model="tiny_llama", scorer=name,
-                   scorer_params=params["scorers"][name].get("params", {}), sink=int(params.get("sink", 4)),
-                   window=int(params.get("window", 1)), T=T, M=int(params["n_profile"]),
-                   K=3 * _task_kwargs(params)["n_queries"], seed=ctx.seed, part=part)
+    for (name, part, split), curve in curves.items():
+        if split == 0:
+            save_curve(curve, ctx.out_dir / f"curve_{name}_{part}.npy", model="tiny_llama", scorer=name,
+                       scorer_params=params["scorers"][name].get("params", {}), sink=int(params.get("sink", 4)),
+                       window=int(params.get("window", 1)), T=T, M=int(params["n_profile"]),
+                       K=3 * _task_kwargs(params)["n_queries"], seed=ctx.seed, part=part)
+            for r, rho in enumerate(grid):
+                rows.append({"method": f"{name}_{part}", "seed": 0, "step": r + 1, "metric": "mean_ratio",
+                             "value": float(curve[r].mean())})
         err = np.abs(curve.astype(np.float64).mean(axis=(1, 2)) - grid)
-        metrics["curve_mean_err"][f"{name}_{part}"] = float(err.max())
-        for r, rho in enumerate(grid):
-            rows.append({"method": f"{name}_{part}", "seed": 0, "step": r + 1, "metric": "mean_ratio",
-                         "value": float(curve[r].mean())})
+        metrics["curve_mean_err"][f"{name}_{part}{split}"] = float(err.max())
+    write_arrays(ctx.out_dir / "curves.npz",
+                 **{f"{name}_{part}_{split}": c for (name, part, split), c in curves.items()})
     metrics["curve_mean_err_max"] = max(metrics["curve_mean_err"].values())
     for name in params["scorers"]:
-        metrics["spearman_ab"][name] = _spearman(curves[(name, "A")][79], curves[(name, "B")][79])
+        per = [_spearman(curves[(name, "A", s)][79], curves[(name, "B", s)][79]) for s in range(n_splits)]
+        shuffled = [_spearman(curves[(name, "A", s)][79],
+                              shuffle_heads(curves[(name, "B", s)],
+                                            seeding.generator(ctx.seed, "shuffle", f"split{s}"))[79])
+                    for s in range(n_splits)]
+        metrics["spearman_ab"][name] = per[0]
+        metrics["spearman_ab_per_split"][name] = per
+        metrics["control"]["shuffled_heads"]["spearman_ab_per_split"][name] = shuffled
+        for s, (v, w) in enumerate(zip(per, shuffled)):
+            rows.append({"method": name, "seed": s, "step": 80, "metric": "spearman_ab", "value": v})
+            rows.append({"method": f"{name}_shuffled", "seed": s, "step": 80, "metric": "spearman_ab", "value": w})
     return rows, metrics
 
 
@@ -258,15 +296,19 @@ def _keep_from_counts(pi: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 def _curve_counts(curve: np.ndarray, rho: float, seq_len: int) -> np.ndarray:
+    """Per-head keep counts (L, G) that ``LUKVPress`` reads from ``curve`` at ``rho``, after the row is rounded
+    to integer budgets keeping N (1 - rho) T tokens in all (:func:`papers.lukv.profile.curve_at_budget`)."""
+    c = curve_at_budget(curve, rho, seq_len)
     idx = min(98, max(0, int(round(rho * 100)) - 1))
-    return np.stack([round_keep_counts(np.clip(1 - curve[idx, l], 0, 1), seq_len) for l in range(curve.shape[1])])
+    return np.stack([round_keep_counts(np.clip(1 - c[idx, l], 0, 1), seq_len) for l in range(c.shape[1])])
 
 
 def _adakv_keep(scores: np.ndarray, rho: float, alpha: float = 0.2) -> np.ndarray:
     """AdaKV rule per layer: each head protects its top max(1, int(alpha*n_kept)) tokens, then the
-    G*(T - n_kept) lowest remaining scores of the layer are evicted jointly."""
+    G*(T - n_kept) lowest remaining scores of the layer are evicted jointly; n_kept = (1 - rho) T exactly
+    (:func:`papers.lukv.profile.kept_per_head`), the same budget as every other method."""
     L, G, T = scores.shape
-    n_kept = int(T * (1 - rho))
+    n_kept = kept_per_head(rho, T)
     n_safe = max(1, int(alpha * n_kept))
     keep = np.ones((L, G, T), dtype=bool)
     for l in range(L):
@@ -278,17 +320,21 @@ def _adakv_keep(scores: np.ndarray, rho: float, alpha: float = 0.2) -> np.ndarra
     return keep
 
 
-def oracle_losses(imp, scores, curve, rho, sink, window):
-    """Oracle loss of uniform / AdaKV / LU-KV / per-sample optimum for one sample (L, G, T)."""
+def oracle_losses(imp, scores, counts: dict, rho, sink, window):
+    """Oracle loss of AdaKV, of the per-sample optimum and of every curve-based method in ``counts``
+    (method -> (L, G) keep counts from :func:`_curve_counts`: uniform, LU-KV, the shuffled control) for one
+    sample (L, G, T). Every method keeps exactly N (1 - rho) T tokens: raises ``AssertionError`` otherwise."""
     L, G, T = imp.shape
     pi = np.stack([protect_scores(scores[l], sink=sink, window=window) for l in range(L)])
-    from papers.lukv.online import uniform_curve
-
-    out = {"uniform": oracle_keep_loss(imp, _keep_from_counts(pi, _curve_counts(uniform_curve(L, G), rho, T))),
-           "adakv": oracle_keep_loss(imp, _adakv_keep(scores, rho)),
-           "lukv": oracle_keep_loss(imp, _keep_from_counts(pi, _curve_counts(curve, rho, T)))}
+    masks = {m: _keep_from_counts(pi, c) for m, c in counts.items()}
+    masks["adakv"] = _adakv_keep(scores, rho)
+    target = L * G * kept_per_head(rho, T)
+    for m, keep in masks.items():
+        assert int(keep.sum()) == target, f"{m} keeps {int(keep.sum())} tokens, not {target}"
+    out = {m: oracle_keep_loss(imp, keep) for m, keep in masks.items()}
     d = decrements(imp, pi).reshape(L * G, T)
     best = allocate_budget(d, total_budget(rho, L * G, T), method="dp")
+    assert int(best.budgets.sum()) == target
     out["oracle"] = float(imp.sum() - best.value)
     return out
 
@@ -301,67 +347,138 @@ def _kl(full_logits, logits) -> float:
     return float((p.exp() * (p - q)).sum(-1).mean())
 
 
+def _load_curves(params: dict, ctx: RunContext, model) -> dict:
+    """Profile-A curves {(scorer, split): curve} from ``profile_from/curves.npz``, else profiled in-process."""
+    n_splits = int(params.get("n_splits", 1))
+    path = Path(params.get("profile_from", "")) / "curves.npz"
+    if params.get("profile_from") and path.exists():
+        from shared.results import read_arrays
+
+        arr = read_arrays(path)
+        keys = {(name, s): f"{name}_A_{s}" for name in params["scorers"] for s in range(n_splits)}
+        if all(k in arr for k in keys.values()):
+            return {k: np.asarray(arr[v]) for k, v in keys.items()}
+    ctx.log("profile curves not found: profiling in-process")
+    all_curves = _profile_curves(params, ctx, model)
+    return {(name, s): all_curves[(name, "A", s)] for name in params["scorers"] for s in range(n_splits)}
+
+
+def _transfer(params, ctx, model, split_curves, shuffled, sink, window) -> dict:
+    """Task-agnostic use of one profile (the official protocol profiles once and reuses the curve on every task):
+    the curves profiled on the training task, applied at rho = 0.8 to held-out samples of a shifted task
+    (``params['transfer']``: another number of key/value pairs), oracle loss LU-KV / uniform per profiling split,
+    and the same for the head-shuffled control."""
+    from papers.lukv.online import uniform_curve
+
+    tr = params["transfer"]
+    kw = dict(_task_kwargs(params), n_pairs=int(tr["n_pairs"]), n_queries=int(tr.get("n_queries", 2)))
+    primary, T = params["primary_scorer"], kw["context_len"]
+    L, G = model.config.num_hidden_layers, model.config.num_key_value_heads
+    _, _, imp, scores = _oracle_and_scores(model, params, seeding.generator(ctx.seed, "evaluate", "transfer"),
+                                           int(tr["n_eval"]), {primary: params["scorers"][primary]}, task_kwargs=kw)
+    n_splits = int(params.get("n_splits", 1))
+    counts = {"uniform": _curve_counts(uniform_curve(L, G), 0.8, T)}
+    for s in range(n_splits):
+        counts[f"lukv_{s}"] = _curve_counts(split_curves[(primary, s)], 0.8, T)
+        counts[f"lukv_shuffled_{s}"] = _curve_counts(shuffled[(primary, s)], 0.8, T)
+    sums = {}
+    for i in range(imp.shape[0]):
+        for m, v in oracle_losses(imp[i], scores[primary][i], counts, 0.8, sink, window).items():
+            sums[m] = sums.get(m, 0.0) + v
+    return {"task": kw, "oracle_loss": {"uniform": sums["uniform"], "adakv": sums["adakv"], "oracle": sums["oracle"]},
+            "oracle_ratio_lukv_uniform_per_split": [sums[f"lukv_{s}"] / sums["uniform"] for s in range(n_splits)],
+            "control": {"shuffled_heads": {"oracle_ratio_lukv_uniform_per_split": [
+                sums[f"lukv_shuffled_{s}"] / sums["uniform"] for s in range(n_splits)]}}}
+
+
 def evaluate(params: dict, ctx: RunContext):
-    """Held-out oracle loss (numpy allocations) and downstream recall / KL (kvpress presses)."""
-    from papers.lukv.online import make_press, make_scorer, run_compressed
+    """Held-out oracle loss (numpy allocations) for the curve of every profiling split, and downstream
+    recall / KL (kvpress presses, split 0's curve). Every method keeps exactly the same number of tokens
+    (asserted); the control is LU-KV with its curve's heads permuted (``lukv_shuffled``)."""
+    from papers.lukv.online import make_press, make_scorer, run_compressed, uniform_curve
 
     model = _load_model(params, ctx)
     kw = _task_kwargs(params)
     T, n_q = kw["context_len"], kw["n_queries"]
     L, G = model.config.num_hidden_layers, model.config.num_key_value_heads
     sink, window = int(params.get("sink", 4)), int(params.get("window", 1))
-    prof = Path(params.get("profile_from", ""))
-    curves = {}
-    for name in params["scorers"]:
-        path = prof / f"curve_{name}_A.npy"
-        if params.get("profile_from") and path.exists():
-            curves[name] = np.load(path)
-    if len(curves) < len(params["scorers"]):
-        ctx.log("profile curves not found: profiling in-process")
-        all_curves = _profile_curves(params, ctx, model)
-        curves = {name: all_curves[(name, "A")] for name in params["scorers"]}
+    n_splits = int(params.get("n_splits", 1))
+    split_curves = _load_curves(params, ctx, model)
+    shuffled = {k: shuffle_heads(c, seeding.generator(ctx.seed, "shuffle", f"split{k[1]}"))
+                for k, c in split_curves.items()}
+    curves = {name: split_curves[(name, 0)] for name in params["scorers"]}
     c, f, imp, scores = _oracle_and_scores(model, params, seeding.generator(ctx.seed, "evaluate", "heldout"),
                                            int(params["n_eval"]), params["scorers"])
-    rows, metrics = [], {"T": T, "N": L * G, "oracle_loss": {}, "downstream": {}}
+    rows, metrics = [], {"T": T, "N": L * G, "n_splits": n_splits, "oracle_loss": {}, "oracle_loss_per_split": {},
+                         "downstream": {}}
     primary = params["primary_scorer"]
     for rho in params["rhos"]:
         key = f"rho{int(round(rho * 100))}"
+        counts = {"uniform": _curve_counts(uniform_curve(L, G), rho, T)}
+        for s in range(n_splits):
+            counts[f"lukv_{s}"] = _curve_counts(split_curves[(primary, s)], rho, T)
+            counts[f"lukv_shuffled_{s}"] = _curve_counts(shuffled[(primary, s)], rho, T)
         sums = {}
         for i in range(imp.shape[0]):
-            for m, v in oracle_losses(imp[i], scores[primary][i], curves[primary], rho, sink, window).items():
+            for m, v in oracle_losses(imp[i], scores[primary][i], counts, rho, sink, window).items():
                 sums[m] = sums.get(m, 0.0) + v
-        metrics["oracle_loss"][key] = sums
-        for m, v in sums.items():
+        metrics["oracle_loss_per_split"][key] = {
+            m: [sums[f"{m}_{s}"] for s in range(n_splits)] for m in ("lukv", "lukv_shuffled")}
+        metrics["oracle_loss"][key] = {"uniform": sums["uniform"], "adakv": sums["adakv"], "lukv": sums["lukv_0"],
+                                       "lukv_shuffled": sums["lukv_shuffled_0"], "oracle": sums["oracle"]}
+        for m, v in metrics["oracle_loss"][key].items():
             rows.append({"method": m, "seed": 0, "step": int(round(rho * 100)), "metric": "oracle_loss",
                          "value": v})
+    if params.get("transfer"):
+        metrics["transfer"] = _transfer(params, ctx, model, split_curves, shuffled, sink, window)
+    target_kept = {f"rho{int(round(rho * 100))}": kept_per_head(rho, T) / T for rho in params["rhos"]}
+    max_kept_err = 0.0
     with attention(model, "sdpa"):
         full_logits, _ = run_compressed(model, None, c, f)
         metrics["recall_full"] = recall_accuracy(full_logits, f, n_q)
         for name, spec in params["scorers"].items():
             for rho in params["rhos"]:
                 key = f"rho{int(round(rho * 100))}"
-                for method in params["methods"]:
-                    if method == "full" or (method == "pyramidkv" and name != primary):
+                methods = [m for m in params["methods"] if m != "full"]
+                if name == primary:
+                    methods.append("lukv_shuffled")
+                for method in methods:
+                    if method == "pyramidkv" and name != primary:
                         continue   # PyramidKV has its own (SnapKV) scorer: run it once, listed under primary
                     scorer = make_scorer(spec["press"], spec.get("params"))
-                    press = make_press(method, scorer, rho, curve=curves[name], n_layers=L, n_kv_heads=G,
-                                       sink=sink, window=window,
+                    control = method == "lukv_shuffled"   # the same permutation as split 0's oracle control
+                    press = make_press("lukv" if control else method, scorer, rho, seq_len=T,
+                                       curve=shuffled[(name, 0)] if control else curves[name], n_layers=L,
+                                       n_kv_heads=G, sink=sink, window=window,
                                        pyramid_window=int(params.get("pyramid_window", 8)))
                     logits, kept = run_compressed(model, press, c, f)
+                    max_kept_err = max(max_kept_err, abs(kept - target_kept[key]))
+                    if abs(kept - target_kept[key]) > 1e-12:
+                        raise AssertionError(f"{method} ({name}, rho={rho}) keeps a fraction {kept} of the context "
+                                             f"keys, not {target_kept[key]}: the budgets are not matched")
                     acc, kl = recall_accuracy(logits, f, n_q), _kl(full_logits[:, :], logits)
                     metrics["downstream"].setdefault(name, {}).setdefault(key, {})[method] = {
                         "recall": acc, "kl": kl, "kept": kept}
                     for metric, value in (("recall", acc), ("kl", kl), ("kept", kept)):
                         rows.append({"method": method, "seed": 0, "step": int(round(rho * 100)),
                                      "metric": metric, "value": value, "scorer": name})
+    metrics["budget"] = {"target_kept_fraction": target_kept, "max_abs_kept_error": max_kept_err}
     ol = metrics["oracle_loss"]["rho80"]
+    per = metrics["oracle_loss_per_split"]["rho80"]
     ds = metrics["downstream"][primary]["rho80"]
     metrics["claims"] = {
         "oracle_ratio_lukv_uniform": ol["lukv"] / ol["uniform"],
         "oracle_ratio_lukv_adakv": ol["lukv"] / ol["adakv"],
+        "oracle_ratio_lukv_uniform_per_split": [v / ol["uniform"] for v in per["lukv"]],
+        "oracle_ratio_lukv_adakv_per_split": [v / ol["adakv"] for v in per["lukv"]],
         "recall_gain_lukv_uniform": ds["lukv"]["recall"] - ds["uniform"]["recall"],
         "kl_ratio_lukv_uniform": ds["lukv"]["kl"] / ds["uniform"]["kl"],
     }
+    metrics["control"] = {"shuffled_heads": {
+        "oracle_ratio_lukv_uniform_per_split": [v / ol["uniform"] for v in per["lukv_shuffled"]],
+        "oracle_ratio_lukv_adakv_per_split": [v / ol["adakv"] for v in per["lukv_shuffled"]],
+        "recall_gain_lukv_uniform": ds["lukv_shuffled"]["recall"] - ds["uniform"]["recall"],
+        "kl_ratio_lukv_uniform": ds["lukv_shuffled"]["kl"] / ds["uniform"]["kl"]}}
     return rows, metrics
 
 
@@ -415,8 +532,8 @@ def perf(params: dict, ctx: RunContext):
             if method == "none":
                 return None
             scorer = make_scorer("expected_attention", {"epsilon": 0.02})
-            return make_press(method, scorer, rho, curve=uniform_curve(L, G) * 0 + rho, n_layers=L,
-                              n_kv_heads=G)
+            return make_press(method, scorer, rho, seq_len=int(items[0].shape[1]),
+                              curve=uniform_curve(L, G) * 0 + rho, n_layers=L, n_kv_heads=G)
         run(press_for(), items[0])  # warm-up
         ts = []
         for ids in items:

@@ -11,7 +11,8 @@ import numpy as np
 
 __all__ = ["make_lukv_press", "make_press", "record_scores", "run_compressed", "METHODS_ONLINE"]
 
-METHODS_ONLINE = ("full", "uniform", "scorer", "adakv", "streaming", "lukv", "pyramidkv", "criticalkv")
+METHODS_ONLINE = ("full", "uniform", "scorer", "adakv", "streaming", "lukv", "lukv_shuffled", "pyramidkv",
+                  "criticalkv")
 
 
 def _check_rho(rho) -> float:
@@ -62,39 +63,52 @@ def uniform_curve(n_layers: int, n_kv_heads: int) -> np.ndarray:
     return np.broadcast_to(grid[:, None, None], (99, n_layers, n_kv_heads)).astype(np.float32).copy()
 
 
-def make_press(method: str, scorer, rho: float, *, curve=None, n_layers: int, n_kv_heads: int, sink: int = 4,
-               window: int = 1, adakv_alpha: float = 0.20, pyramid_window: int = 64):
-    """The press of one online method (None for the full cache). ``pyramidkv`` (SnapKV-based, its own
-    scorer: ``scorer`` is ignored) uses an observation window of ``pyramid_window`` tokens; ``criticalkv`` is
-    ``CriticalAdaKVPress(scorer, alpha_safeguard=adakv_alpha)``."""
+def make_press(method: str, scorer, rho: float, *, seq_len: int, curve=None, n_layers: int, n_kv_heads: int,
+               sink: int = 4, window: int = 1, adakv_alpha: float = 0.20, pyramid_window: int = 64,
+               shuffle_seed: int = 0):
+    """The press of one online method (None for the full cache), keeping exactly (1 - rho) * ``seq_len``
+    tokens per head on average whatever the method (:func:`papers.lukv.profile.kept_per_head`): LU-KV and
+    uniform read a curve row rounded to integer budgets (:func:`papers.lukv.profile.curve_at_budget`), the
+    flooring presses get :func:`papers.lukv.profile.press_ratio`. ``lukv_shuffled`` (the control) is LU-KV
+    with the curve's heads permuted (:func:`papers.lukv.profile.shuffle_heads`, seed ``shuffle_seed``).
+    ``pyramidkv`` (SnapKV-based, its own scorer: ``scorer`` is ignored) uses an observation window of
+    ``pyramid_window`` tokens; ``criticalkv`` is ``CriticalAdaKVPress(scorer, alpha_safeguard=adakv_alpha)``."""
     from kvpress import AdaKVPress, CriticalAdaKVPress, PyramidKVPress, StreamingLLMPress
+
+    from papers.lukv.profile import curve_at_budget, press_ratio, shuffle_heads
 
     rho = _check_rho(rho)
     if method == "full" or rho == 0:
         return None
-    if method == "lukv":
-        return make_lukv_press(scorer, curve, rho, n_layers=n_layers, n_kv_heads=n_kv_heads, sink=sink,
-                               window=window)
-    if method == "uniform":
-        return make_lukv_press(scorer, uniform_curve(n_layers, n_kv_heads), rho, n_layers=n_layers,
+    if method not in METHODS_ONLINE:
+        raise ValueError(f"method must be one of {METHODS_ONLINE}, got {method!r}")
+    ratio = press_ratio(rho, seq_len)
+    if method in ("lukv", "lukv_shuffled", "uniform"):
+        if method == "uniform":
+            curve = uniform_curve(n_layers, n_kv_heads)
+        elif curve is None:
+            raise ValueError("a budget curve is required (kvpress would otherwise try to download one)")
+        elif method == "lukv_shuffled":
+            curve = shuffle_heads(curve, np.random.default_rng(shuffle_seed))
+        return make_lukv_press(scorer, curve_at_budget(curve, rho, seq_len), rho, n_layers=n_layers,
                                n_kv_heads=n_kv_heads, sink=sink, window=window)
     if method == "scorer":
         _check_scorer(scorer)
-        scorer.compression_ratio = rho
+        scorer.compression_ratio = ratio
         return scorer
     if method == "adakv":
         _check_scorer(scorer)
-        scorer.compression_ratio = rho
+        scorer.compression_ratio = ratio
         return AdaKVPress(press=scorer, alpha_safeguard=adakv_alpha)
     if method == "streaming":
-        return StreamingLLMPress(compression_ratio=rho, n_sink=sink)
+        return StreamingLLMPress(compression_ratio=ratio, n_sink=sink)
     if method == "pyramidkv":
         if isinstance(pyramid_window, bool) or int(pyramid_window) != pyramid_window or pyramid_window < 1:
             raise ValueError(f"pyramid_window must be a positive integer, got {pyramid_window!r}")
-        return PyramidKVPress(compression_ratio=rho, window_size=int(pyramid_window))
+        return PyramidKVPress(compression_ratio=ratio, window_size=int(pyramid_window))
     if method == "criticalkv":
         _check_scorer(scorer)
-        scorer.compression_ratio = rho
+        scorer.compression_ratio = ratio
         if hasattr(scorer, "use_vnorm"):   # CriticalKV weighs by the projected value norm itself (kvpress warns)
             scorer.use_vnorm = False
         return CriticalAdaKVPress(press=scorer, alpha_safeguard=adakv_alpha)

@@ -57,15 +57,21 @@ def _profile(results: Path, out: Path) -> None:
     fig, axes = new_figure(ncols=len(panels))
     for ax, (label, curve) in zip(axes[0], panels):
         im = ax.imshow(curve[79], cmap="viridis", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+        n_layers, n_heads = curve.shape[1:]
+        ax.set_xticks(np.arange(n_heads)); ax.set_yticks(np.arange(n_layers) if n_layers <= 12 else
+                                                          np.arange(0, n_layers, 5))
         ax.set_xlabel("KV head"); ax.set_ylabel("layer")
-        ax.set_title(f"{label}, prune ratio Phi(0.8), {name}", fontsize=8)
-        fig.colorbar(im, ax=ax)
+        ax.set_title(f"{label}, {name}", fontsize=8)
+        ax.grid(False)
+        fig.colorbar(im, ax=ax).set_label("prune ratio Phi(0.8) (evicted fraction)")
     save_figure(fig, out / "budget_heatmap.png")
     fig, axes = new_figure()
     axes[0, 0].plot(A[79].ravel(), B[79].ravel(), "o")
     axes[0, 0].plot([0, 1], [0, 1], "k--", lw=0.8)
     axes[0, 0].set_xlabel("Phi_A(0.8)"); axes[0, 0].set_ylabel("Phi_B(0.8)")
-    axes[0, 0].set_title(f"Spearman = {m['spearman_ab'][name]:.3f}")
+    per = m.get("spearman_ab_per_split", {}).get(name, [m["spearman_ab"][name]])
+    axes[0, 0].set_title(f"split 0 of {len(per)}: Spearman {per[0]:.3f} (mean over splits {np.mean(per):.3f})",
+                         fontsize=8)
     save_figure(fig, out / "profile_ab.png")
 
 

@@ -15,7 +15,8 @@ import numpy as np
 
 from papers.lukv.allocation import greedy_order, hull_decrements
 
-__all__ = ["DEFAULT_GRID", "protect_scores", "scorer_order", "decrements", "build_budget_curve",
+__all__ = ["DEFAULT_GRID", "protect_scores", "scorer_order", "decrements", "build_budget_curve", "kept_per_head",
+           "press_ratio", "integer_budgets", "curve_at_budget", "shuffle_heads",
            "total_budget", "save_curve", "check_curve"]
 
 DEFAULT_GRID = np.round(np.arange(1, 100) / 100.0, 2)
@@ -123,3 +124,71 @@ def save_curve(curve: np.ndarray, path: str | Path, **meta) -> dict:
     from shared.results import atomic_write_text
     atomic_write_text(path.with_suffix(".json"), json.dumps(side, indent=2, sort_keys=True) + "\n")
     return side
+
+
+def kept_per_head(rho: float, seq_len: int) -> int:
+    """The number of context tokens every head keeps on average at compression ``rho``: (1 - rho) T.
+
+    Every press of a comparison keeps exactly this many tokens per head on average (in total N times it), so
+    (1 - rho) T must be an integer: raises ``ValueError`` otherwise (choose T so that it is, e.g. T = 40 for
+    rho in {0.5, 0.8}), instead of letting one press floor and another round.
+    """
+    keep = (1.0 - float(rho)) * int(seq_len)
+    if abs(keep - round(keep)) > 1e-6 or round(keep) < 1:
+        raise ValueError(f"(1 - rho) * T = {keep:.6g} must be a positive integer (rho={rho}, T={seq_len}) so that "
+                         "every press keeps exactly the same number of tokens")
+    return int(round(keep))
+
+
+def press_ratio(rho: float, seq_len: int) -> float:
+    """The compression ratio handed to a kvpress press that floors ``int(T (1 - ratio))`` (ScorerPress, AdaKV,
+    CriticalKV, StreamingLLM) or rounds it (PyramidKV), so that it keeps exactly :func:`kept_per_head` tokens:
+    1 - (keep + 1/4) / T (without the quarter, 1 - 0.8 = 0.19999999999999996 floors 8 tokens of T = 40 to 7)."""
+    keep = kept_per_head(rho, seq_len)
+    return 1.0 - (keep + 0.25) / int(seq_len)
+
+
+def integer_budgets(prune_ratios: np.ndarray, total: int, seq_len: int) -> np.ndarray:
+    """Integer per-head budgets b (same shape as ``prune_ratios``) with sum b = ``total`` and 1 <= b <= T:
+    the ideal b* = (1 - Phi) T, floored, plus one to the heads with the largest fractional parts (ties: lower
+    flat index first); a final pass moves single units from the largest to the smallest heads only if the
+    clamp to [1, T] broke the total."""
+    ideal = np.clip(1.0 - np.asarray(prune_ratios, dtype=np.float64), 0.0, 1.0) * int(seq_len)
+    flat = ideal.ravel()
+    n = flat.size
+    if not (n <= total <= n * int(seq_len)):
+        raise ValueError(f"total budget {total} must lie in [{n}, {n * int(seq_len)}]")
+    base = np.clip(np.floor(flat + 1e-9).astype(np.int64), 1, int(seq_len))
+    frac = flat - base
+    order = np.argsort(-frac, kind="stable")
+    i = 0
+    while base.sum() < total:
+        j = order[i % n]
+        if base[j] < seq_len:
+            base[j] += 1
+        i += 1
+    while base.sum() > total:
+        j = int(np.argmax(base - 1e-9 * np.arange(n)))
+        base[j] -= 1
+    return base.reshape(ideal.shape)
+
+
+def curve_at_budget(curve: np.ndarray, rho: float, seq_len: int) -> np.ndarray:
+    """A copy of ``curve`` whose row read at ``rho`` (kvpress: round(100 rho) - 1) holds integer budgets
+    (:func:`integer_budgets`) that keep exactly N * (1 - rho) T tokens in all; kvpress's per-layer rounding then
+    reproduces them exactly, so LU-KV keeps the same number of tokens as every other press."""
+    c = np.array(curve, dtype=np.float32)
+    idx = min(98, max(0, int(round(rho * 100)) - 1))
+    n_heads = c.shape[1] * c.shape[2]
+    b = integer_budgets(c[idx], n_heads * kept_per_head(rho, seq_len), seq_len)
+    c[idx] = (1.0 - b / float(seq_len)).astype(np.float32)
+    return c
+
+
+def shuffle_heads(curve: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The control curve: the same per-head ratios at every rho, assigned to a random permutation of the heads
+    (one permutation for all rows), so the allocation no longer matches the heads it was profiled on."""
+    c = np.asarray(curve)
+    perm = rng.permutation(c.shape[1] * c.shape[2])
+    flat = c.reshape(c.shape[0], -1)[:, perm]
+    return flat.reshape(c.shape).astype(c.dtype)

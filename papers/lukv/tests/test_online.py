@@ -52,7 +52,7 @@ def test_run_compressed_full_equals_plain_forward(model, ids):
         ref = model(input_ids=torch.cat([c, f], 1)).logits[:, T:]
     assert kept == 1.0
     torch.testing.assert_close(logits, ref, atol=1e-4, rtol=1e-4)
-    press = make_press("lukv", make_scorer("knorm"), 0.5, curve=np.full((99, 2, 2), 0.5, np.float32),
+    press = make_press("lukv", make_scorer("knorm"), 0.5, seq_len=T, curve=np.full((99, 2, 2), 0.5, np.float32),
                        n_layers=2, n_kv_heads=2)
     _, kept = run_compressed(model, press, c, f)
     assert kept == pytest.approx(0.5)
@@ -84,7 +84,7 @@ def test_bad_inputs(model, ids):
         make_lukv_press(make_scorer("knorm"), None, 0.5, n_layers=2, n_kv_heads=2)
     for rho in (1.0, -0.1):
         with pytest.raises(ValueError, match="rho"):
-            make_press("uniform", make_scorer("knorm"), rho, n_layers=2, n_kv_heads=2)
+            make_press("uniform", make_scorer("knorm"), rho, seq_len=T, n_layers=2, n_kv_heads=2)
     with pytest.raises(ValueError, match="eager"):       # oracle needs eager
         extract_oracle(model, *ids)
     model.config._attn_implementation = "eager"
@@ -101,3 +101,21 @@ def test_missing_o_proj(ids):
     m.model.layers[0].self_attn.o_proj = torch.nn.Identity()
     with pytest.raises(ValueError, match="o_proj"):
         extract_oracle(m, *ids)
+
+
+@pytest.mark.parametrize("method", ["uniform", "lukv", "lukv_shuffled", "scorer", "adakv", "streaming",
+                                    "pyramidkv"])
+def test_every_press_keeps_exactly_one_fifth_at_rho_08(model, method):
+    """(1 - 0.8) * 20 = 4 tokens per head for every press (a plain int() of 20 * (1 - 0.8) would keep 3)."""
+    g = np.random.default_rng(1)
+    c, f = torch.tensor(g.integers(3, 83, size=(2, 20))), torch.tensor(g.integers(3, 83, size=(2, 3)))
+    curve = np.sort(np.random.default_rng(2).uniform(0.5, 1.0, size=(99, 2, 2)), axis=0).astype(np.float32)
+    press = make_press(method, make_scorer("knorm"), 0.8, seq_len=20, curve=curve, n_layers=2, n_kv_heads=2,
+                       sink=2, window=1, pyramid_window=4, shuffle_seed=3)
+    _, kept = run_compressed(model, press, c, f)
+    assert kept == pytest.approx(0.2, abs=1e-12)
+
+
+def test_make_press_refuses_a_budget_that_is_not_an_integer(model):
+    with pytest.raises(ValueError, match="integer"):
+        make_press("adakv", make_scorer("knorm"), 0.8, seq_len=16, n_layers=2, n_kv_heads=2)

@@ -78,3 +78,54 @@ def test_check_curve():
         check_curve(np.zeros((98, 2, 2)), 2, 2)
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         check_curve(np.full((99, 2, 2), 1.5), 2, 2)
+
+
+def test_kept_per_head_needs_an_integer_budget():
+    from papers.lukv.profile import kept_per_head, press_ratio
+
+    assert kept_per_head(0.8, 40) == 8 and kept_per_head(0.5, 40) == 20
+    # 1 - 0.8 = 0.19999999999999996: a plain int() would floor 8 tokens to 7
+    assert int(40 * (1 - 0.8)) == 7 and int(40 * (1 - press_ratio(0.8, 40))) == 8
+    assert round(40 * (1 - press_ratio(0.8, 40))) == 8
+    with pytest.raises(ValueError, match="integer"):
+        kept_per_head(0.8, 32)    # 6.4 tokens per head: presses would floor or round differently
+
+
+def test_integer_budgets_keep_the_exact_total():
+    from papers.lukv.profile import curve_at_budget, integer_budgets
+    from papers.lukv.allocation import round_keep_counts
+
+    rng = np.random.default_rng(0)
+    ratios = rng.uniform(0.5, 0.99, size=(3, 4))
+    b = integer_budgets(ratios, 3 * 4 * 8, 40)
+    assert b.sum() == 96 and b.min() >= 1 and b.max() <= 40
+    curve = np.broadcast_to(ratios.astype(np.float32), (99, 3, 4)).copy()
+    c = curve_at_budget(curve, 0.8, 40)
+    # kvpress's per-layer rounding of the rounded row gives back exactly these budgets: 8 per head on average
+    counts = np.stack([round_keep_counts(1 - c[79, l], 40) for l in range(3)])
+    assert counts.sum() == 96
+    np.testing.assert_array_equal(counts, integer_budgets(curve[79], 96, 40))
+
+
+def test_oracle_domain_methods_keep_equal_budgets():
+    from papers.lukv.experiments import _curve_counts, oracle_losses
+    from papers.lukv.online import uniform_curve
+
+    rng = np.random.default_rng(1)
+    L, G, T = 2, 4, 40
+    imp, scores = rng.lognormal(size=(L, G, T)), rng.normal(size=(L, G, T))
+    curve = np.sort(rng.uniform(0, 1, size=(99, L, G)), axis=0).astype(np.float32)
+    counts = {"uniform": _curve_counts(uniform_curve(L, G), 0.8, T), "lukv": _curve_counts(curve, 0.8, T)}
+    assert counts["uniform"].sum() == counts["lukv"].sum() == L * G * 8
+    out = oracle_losses(imp, scores, counts, 0.8, 4, 1)
+    # the DP optimum over the same (protected) scorer order bounds every curve-based allocation
+    assert out["oracle"] <= min(out["uniform"], out["lukv"]) + 1e-9
+
+
+def test_shuffle_heads_is_a_permutation():
+    from papers.lukv.profile import shuffle_heads
+
+    c = np.arange(99 * 6, dtype=np.float32).reshape(99, 2, 3) / 1000
+    s = shuffle_heads(c, np.random.default_rng(0))
+    np.testing.assert_array_equal(np.sort(s.reshape(99, -1), axis=1), np.sort(c.reshape(99, -1), axis=1))
+    assert not np.array_equal(s, c)

@@ -127,18 +127,18 @@ def test_pyramidkv_and_criticalkv_compress(model, ids):
     c, f = ids
     full, kept_full = run_compressed(model, None, c, f)
     assert kept_full == 1.0
-    pk = make_press("pyramidkv", None, 0.5, n_layers=2, n_kv_heads=2, pyramid_window=4)
+    pk = make_press("pyramidkv", None, 0.5, seq_len=T, n_layers=2, n_kv_heads=2, pyramid_window=4)
     logits, kept = run_compressed(model, pk, c, f)
     assert logits.shape == full.shape
     # PyramidKV spends the same total budget as uniform 50% (layer-wise split), so about half the keys stay
     assert 0.3 < kept < 0.7
-    ck = make_press("criticalkv", make_scorer("knorm"), 0.5, n_layers=2, n_kv_heads=2)
+    ck = make_press("criticalkv", make_scorer("knorm"), 0.5, seq_len=T, n_layers=2, n_kv_heads=2)
     logits, kept = run_compressed(model, ck, c[:1], f[:1])     # kvpress 0.5.5: batch of one item
     assert kept == pytest.approx(0.5, abs=1 / T)
     with pytest.raises(ValueError, match="pyramid_window"):
-        make_press("pyramidkv", None, 0.5, n_layers=2, n_kv_heads=2, pyramid_window=0)
+        make_press("pyramidkv", None, 0.5, seq_len=T, n_layers=2, n_kv_heads=2, pyramid_window=0)
     with pytest.raises(ValueError, match="ScorerPress"):
-        make_press("criticalkv", object(), 0.5, n_layers=2, n_kv_heads=2)
+        make_press("criticalkv", object(), 0.5, seq_len=T, n_layers=2, n_kv_heads=2)
 
 
 def test_run_compressed_logit_positions_match_full_logits(model, ids):
@@ -148,3 +148,16 @@ def test_run_compressed_logit_positions_match_full_logits(model, ids):
     torch.testing.assert_close(part, full[:, 1:3])
     with pytest.raises(ValueError, match="logit_positions"):
         run_compressed(model, None, c, f, logit_positions=[3])
+
+
+def test_switched_off_run_writes_null_claims_and_the_context_length(tmp_path):
+    from shared.experiment import RunContext
+
+    from papers.lukv.smollm2 import smollm2
+
+    ctx = RunContext(name="smollm2", scale="quick", seed=1, out_dir=tmp_path)
+    params = {"run": False, "context_len": 130, "methods": ["full", "uniform", "lukv"], "rhos": [0.8],
+              "scorers": {"knorm": {"press": "knorm"}}, "primary_scorer": "knorm"}
+    _, metrics = smollm2(params, ctx)
+    assert metrics["available"] is False and metrics["context_len"] == 130
+    assert metrics["acc_ratio_rho80"] is None and metrics["control"]["streaming"]["acc_ratio_rho80"] is None
