@@ -101,6 +101,8 @@ def quadratic(params: dict, ctx: RunContext):
     if "dream" in rate:
         metrics["d2"] = {"rate": max(rate["dream"].values()), "rate_by_instance": rate["dream"],
                          "fit_window": [int(lo), int(hi)]}
+        if "dream_no_cv" in rate:   # control: the same loop without drift correction stalls (exp(q) near 1)
+            metrics["d2"]["rate_no_cv"] = max(rate["dream_no_cv"].values())
     c4 = metrics["d4"]["ca"]
     metrics["d4"]["ratio"] = c4["dream"] / min(c4["dream_no_cv"], c4["fmgda"])
     if "fedcmoo" in c4:
@@ -115,29 +117,45 @@ def speedup(params: dict, ctx: RunContext):
     number of clients N, averaged over the instance seeds (the run seed equals the instance seed).
 
     Metrics: ``avg_s.N<N>``, ``slope`` (least squares of log avg_s on log N), ``slope_by_seed`` (the same
-    fit per seed) and ``slope_se`` (their standard error).
+    fit per seed), ``slope_per_seed`` (their list) and ``slope_se`` (their standard error). ``controls``
+    ({name: {method: ..., run options}}) repeat the sweep for another method under ``control.<name>``. At a
+    constant step the time-averaged S is a variance floor proportional to eta/N for any unbiased averaged
+    method, so slope -1 is expected of FedAvg as well; the abstract's O(1/sqrt(NT)) rate corresponds to -1/2 on
+    the rate with a step tuned to sqrt(N/T).
     """
     T = int(params["rounds"])
     Ns = [int(n) for n in params["n_clients_list"]]
     run = params.get("run", {})
+    rows, metrics = _speedup_for(params, "dream", run, T, Ns, ctx)
+    for name, ctrl in params.get("controls", {}).items():   # e.g. FedAvg on the uniform scalarisation
+        ctrl = dict(ctrl)
+        method = ctrl.pop("method")
+        crows, cmet = _speedup_for(params, method, ctrl, T, Ns, ctx)
+        rows += crows
+        metrics.setdefault("control", {})[name] = cmet
+    return rows, metrics
+
+
+def _speedup_for(params, method, run, T, Ns, ctx):
+    """Time-averaged S over t > T/2 per N for one method; the log-log slope on N (mean and per seed)."""
     rows, avg, per_seed = [], {}, {}
     for N in Ns:
         vals = []
         for s in params["instance_seeds"]:
             problem = QuadraticFederation.random(N, int(params["n_tasks"]), int(params["dim"]), iid=True,
                                                  noise_std=float(params["noise_std"]), seed=int(s))
-            res = run_quadratic(problem, "dream", rounds=T, seed=int(s), **run)
+            res = run_quadratic(problem, method, rounds=T, seed=int(s), **run)
             v = float(res["stationarity"][T // 2 + 1:].mean())
             vals.append(v)
             per_seed.setdefault(int(s), []).append(v)
-            rows.append({"method": "dream", "seed": int(s), "step": N, "metric": "time_avg_stationarity", "value": v})
+            rows.append({"method": method, "seed": int(s), "step": N, "metric": "time_avg_stationarity", "value": v})
         avg[f"N{N}"] = float(np.mean(vals))
-        ctx.log(f"N={N}: {avg[f'N{N}']:.4g}")
+        ctx.log(f"{method} N={N}: {avg[f'N{N}']:.4g}")
     slope = float(np.polyfit(np.log(Ns), np.log([avg[f"N{N}"] for N in Ns]), 1)[0])
     by_seed = {f"s{s}": float(np.polyfit(np.log(Ns), np.log(v), 1)[0]) for s, v in per_seed.items()}
     _, se = mean_and_se(list(by_seed.values()))
     return rows, {"avg_s": avg, "slope": slope, "slope_by_seed": by_seed, "slope_se": se, "n_clients": Ns,
-                  "rounds": T}
+                  "rounds": T, "slope_per_seed": list(by_seed.values()), "method": method}
 
 
 # ----------------------------------------------------------------------------------------------- rho_sweep
@@ -269,8 +287,9 @@ def multidigits(params: dict, ctx: RunContext):
         for seed in seeds:
             for m in methods:
                 extra = dict(params.get("method_overrides", {}).get(m, {}))
+                algo = extra.pop("method", m)   # a named variant, e.g. {dream_beta0: {method: dream, momentum: 0}}
                 start = time.perf_counter()
-                res = run_multidigits(m, dirichlet_alpha=_alpha(a_val), seed=seed, **{**kw, **extra})
+                res = run_multidigits(algo, dirichlet_alpha=_alpha(a_val), seed=seed, **{**kw, **extra})
                 wall = time.perf_counter() - start
                 a = res["test_accuracy"]
                 acc_runs.setdefault((ak, m), []).append((float(a[-last:].mean()), a[-last:].mean(axis=0)))
@@ -298,6 +317,8 @@ def multidigits(params: dict, ctx: RunContext):
                 continue
             diffs = [d - o for (d, _), (o, _) in zip(acc_runs[(a0, "dream")], acc_runs[(a0, m)])]
             margins[f"dream_minus_{m}"], margins_se[f"dream_minus_{m}"] = mean_and_se(diffs)
+    paired = {f"{a}_minus_{b}": [x - y for (x, _), (y, _) in zip(acc_runs[(a0, a)], acc_runs[(a0, b)])]
+              for a in methods for b in methods if a != b}
     by_alpha = {_alpha_key(a): {m: float(np.mean([v for v, _ in acc_runs[(_alpha_key(a), m)]])) for m in methods}
                 for a in alphas}
     tim = {m: {"train_s_per_round": float(np.median(v))} for m, v in timings.items()}
@@ -305,6 +326,8 @@ def multidigits(params: dict, ctx: RunContext):
     write_metrics(tim, ctx.out_dir / "timings.json")
     ctx.record(timings=tim)
     return rows, {"acc": acc, "acc_se": acc_se, "acc_by_task": acc_task, "margin": margins, "margin_se": margins_se,
+                  "paired": paired, "paired_mean": {k: float(np.mean(v)) for k, v in paired.items()},
+                  "acc_per_seed": {m: [v for v, _ in acc_runs[(a0, m)]] for m in methods},
                   "acc_by_alpha": by_alpha, "bytes_per_client_round": bpcr, "rounds": int(kw["rounds"]),
                   "seeds": seeds}
 

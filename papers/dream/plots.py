@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib.ticker
 import numpy as np
 
 from shared.plotting import main, method_colors, new_figure, save_figure
@@ -13,11 +14,13 @@ from shared.results import atomic_write_text, read_arrays, read_metrics
 
 __all__ = ["make_figures"]
 
-METHODS = ("dream", "dream_no_cv", "fmgda", "mgda_central", "fedavg_ls", "scaffold_ls", "dream_m05", "fedcmoo")
+METHODS = ("dream", "dream_no_cv", "fmgda", "mgda_central", "fedavg_ls", "scaffold_ls", "dream_m05", "fedcmoo",
+           "dream_beta0")
 COLORS = method_colors(METHODS)
 LABELS = {"dream": "DREAM-R", "dream_no_cv": "DREAM-R without CV", "fmgda": "FMGDA", "fedcmoo": "FedCMOO",
           "mgda_central": "central MGDA",
-          "fedavg_ls": "FedAvg-LS", "scaffold_ls": "SCAFFOLD-LS", "dream_m05": "DREAM-R (beta 0.5)"}
+          "fedavg_ls": "FedAvg-LS", "scaffold_ls": "SCAFFOLD-LS", "dream_m05": "DREAM-R (beta 0.5)",
+          "dream_beta0": "DREAM-R without momentum"}
 
 
 def _instances(traces: dict, run: str) -> list[str]:
@@ -70,7 +73,15 @@ def _speedup(results: Path, out: Path) -> None:
     fig, axes = new_figure(width=4.6, height=3.4)
     ax = axes[0, 0]
     ax.loglog(Ns, y, "o-", color=COLORS["dream"], label=f"DREAM-R (fitted slope {met['slope']:.2f})")
+    for name, c in met.get("control", {}).items():
+        yc = np.array([c["avg_s"][f"N{int(n)}"] for n in Ns])
+        ax.loglog(Ns, yc, "s:", color=COLORS.get(name, "0.3"),
+                  label=f"{LABELS.get(name, name)} (fitted slope {c['slope']:.2f})")
     ax.loglog(Ns, y[0] * Ns[0] / Ns, "--", color="0.5", label="slope -1")
+    ax.set_xticks(Ns)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FixedFormatter([f"{int(n)}" for n in Ns]))
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("number of clients N")
     ax.set_ylabel(r"mean of $S(x_t)$ over $t > T/2$")
     ax.set_title(f"IID noisy quadratics, T = {met['rounds']}")

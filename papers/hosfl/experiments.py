@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 import torch
+from scipy.special import gammaln
 
 from shared import seeding
 from shared.experiment import RunContext, main
@@ -27,12 +28,22 @@ from papers.hosfl.training import (CATEGORIES, DEFAULT_CLIENT_LR, Setup, final_a
                                    rounds_to_target, run_split_training)
 
 __all__ = ["EXPERIMENTS", "estimator", "training", "straggler", "memory", "performance", "p_sweep",
-           "width_sweep", "saved_bytes"]
+           "width_sweep", "saved_bytes", "finite_p_alignment_factor"]
 
 
 def _torch_setup():
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
+
+
+def finite_p_alignment_factor(P: int) -> float:
+    """E||U g|| / (sqrt(P) ||g||) for U with P i.i.d. N(0, I) rows: E[chi_P] / sqrt(P) =
+    sqrt(2) Gamma((P+1)/2) / (Gamma(P/2) sqrt(P)). For d_c >> P, cos(ghat, g) is this factor times
+    sqrt(P/(d_c + P + 1)) (0.798 at P = 1, 0.952 at P = 5, 0.988 at P = 20)."""
+    P = int(P)
+    if P < 1:
+        raise ValueError(f"P must be >= 1, got {P}")
+    return float(np.sqrt(2.0) * np.exp(gammaln((P + 1) / 2) - gammaln(P / 2)) / np.sqrt(P))
 
 
 def _censored(r, rounds, eval_every):
@@ -118,11 +129,13 @@ def training(params: dict, ctx: RunContext):
     rounds, eval_every = int(common["rounds"]), int(common.get("eval_every", 10))
     metrics = {"runs": {}, "common": {k: v for k, v in common.items() if not isinstance(v, dict)}}
     rows, arrays, diverged = [], {}, {}
+    per_run_seeds = {}
     for name, opts in runs.items():
         opts = dict(opts)
         grid = opts.pop("lr_grid", None)
+        run_seeds = [int(s) for s in opts.pop("seeds", seeds)]
         per_seed = []
-        for seed in seeds:
+        for seed in run_seeds:
             root = int(seeding.generator(ctx.seed, "run", str(seed)).integers(2 ** 31))
             candidates = []
             for lr in (grid or [opts.get("client_lr")]):
@@ -147,6 +160,9 @@ def training(params: dict, ctx: RunContext):
         m = {}
         accs = [o["final_acc"] for _, _, o, _ in per_seed]
         m["final_acc"], m["final_acc_se"] = mean_and_se(accs)
+        m["seeds"] = list(run_seeds)
+        m["final_acc_per_seed"] = [float(a) for a in accs]
+        per_run_seeds[name] = dict(zip(run_seeds, accs))
         r90 = [o["rounds_to_90"] for _, _, o, _ in per_seed]
         m["rounds_to_90"] = None if any(r is None for r in r90) else float(np.mean(r90))
         m["rounds_to_90_censored"] = float(np.mean([_censored(r, rounds, eval_every) for r in r90]))
@@ -175,6 +191,7 @@ def training(params: dict, ctx: RunContext):
             P = int(common.get("n_perturbations", opts.get("n_perturbations", 5)))
             m["alignment_theory"] = float(np.sqrt(P / (out0["client_dim"] + P + 1)))
             m["alignment_ratio"] = m["alignment_mean"] / m["alignment_theory"]
+            m["alignment_finite_p_factor"] = finite_p_alignment_factor(P)
         metrics["runs"][name] = m
         for seed, _, o, _ in per_seed:
             for r, a in zip(o["round"], o["test_accuracy"]):
@@ -187,8 +204,25 @@ def training(params: dict, ctx: RunContext):
     metrics["batch_size"] = int(common.get("batch_size", 32))
     metrics["n_clients"] = int(common.get("n_clients", 10))
     _comparisons(metrics)
+    metrics["paired"] = _paired_differences(per_run_seeds)
     write_arrays(ctx.out_dir / "curves.npz", **arrays)
     return rows, metrics
+
+
+PAIRED_BASES = ("sfl_fo_tau1", "sfl_fo_tau10", "frozen", "hosfl", "sfl_zo")
+
+
+def _paired_differences(per_run_seeds):
+    """Per-seed differences in accuracy points, ``<run>_minus_<base>_points``: a list over the seeds both runs
+    share (same partition, batches and init per seed), for every run against each base in ``PAIRED_BASES``."""
+    out = {}
+    for name, accs in per_run_seeds.items():
+        for base in PAIRED_BASES:
+            if base == name or base not in per_run_seeds:
+                continue
+            common = [s for s in accs if s in per_run_seeds[base]]
+            out[f"{name}_minus_{base}_points"] = [100 * (accs[s] - per_run_seeds[base][s]) for s in common]
+    return out
 
 
 def _comparisons(metrics):
@@ -215,6 +249,18 @@ def _comparisons(metrics):
                 c[f"hosfl_minus_{zo}_points"] = 100 * (r["hosfl"]["final_acc"] - r[zo]["final_acc"])
                 c[f"r90_ratio_{zo}_hosfl"] = r[zo]["rounds_to_90_censored"] / r["hosfl"]["rounds_to_90_censored"]
                 c[f"{zo}_never_90"] = r[zo]["rounds_to_90"] is None
+    for name in r:   # every run against the bases (means over each run's seeds)
+        for base in PAIRED_BASES:
+            if base != name and base in r:
+                c.setdefault(f"{name}_minus_{base}_points", 100 * (r[name]["final_acc"] - r[base]["final_acc"]))
+    if "sfl_fo_tau1" in r:   # rounds to 90% against first-order SFL (controls of the speed claims)
+        for name in ("hosfl", "sfl_zo", "mu_splitfed"):
+            if name in r:
+                c[f"r90_ratio_{name}_sfl_fo"] = (r[name]["rounds_to_90_censored"]
+                                                 / r["sfl_fo_tau1"]["rounds_to_90_censored"])
+        if "hosfl" in r:
+            c["r90_ratio_sfl_fo_tau1_hosfl"] = (r["sfl_fo_tau1"]["rounds_to_90_censored"]
+                                                / r["hosfl"]["rounds_to_90_censored"])
     for name, m in r.items():   # straggler-rate runs against the full-participation HO-SFL run
         if name != "hosfl" and "replay_error" in m and "hosfl" in r:
             c[f"{name}_minus_hosfl_points"] = 100 * (m["final_acc"] - r["hosfl"]["final_acc"])
@@ -368,6 +414,7 @@ def p_sweep(params: dict, ctx: RunContext):
     lo, hi = str(P_list[0]), str(P_list[-1])
     metrics = {"P_list": P_list, "rounds": rounds, "rounds_to_90_censored": r90, "final_acc": acc,
                "final_acc_se": acc_se, "alignment_ratio": align,
+               "alignment_finite_p_factor": {str(P): finite_p_alignment_factor(P) for P in P_list},
                "compare": {"r90_ratio_Pmin_Pmax": r90[lo] / r90[hi],
                            "acc_Pmax_minus_Pmin_points": 100 * (acc[hi] - acc[lo]),
                            "alignment_ratio_min": min(align.values()), "alignment_ratio_max": max(align.values())}}

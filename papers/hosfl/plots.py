@@ -16,10 +16,16 @@ __all__ = ["make_figures", "LABELS"]
 
 LABELS = {"sfl_fo_tau1": "SFL-FO (tau=1)", "sfl_fo_tau10": "SFL-FO (tau=10)", "hosfl": "HO-SFL",
           "frozen": "frozen client", "sfl_zo": "SFL-ZO (pure ZO)", "mu_splitfed": "MU-SplitFed",
-          "sfl_fo": "SFL-FO", "hosfl_stragglers30": "HO-SFL, 30% stragglers (replay)"}
+          "sfl_fo": "SFL-FO", "hosfl_stragglers30": "HO-SFL, 30% stragglers (replay)",
+          "hosfl_decoupled": "control: HO-SFL, scalars decoupled"}
+CATEGORY_LABELS = {"cut.act_up": "cut activations up", "cut.labels_up": "labels up",
+                   "cut.grad_down": "cut gradients down", "cut.scalar_down": "cut scalars down",
+                   "weights.up": "client weights / scalars up", "weights.down": "client weights / scalars down",
+                   "seeds.down": "seeds down"}
 COLORS = method_colors(["hosfl", "sfl_fo_tau1", "sfl_fo_tau10", "frozen", "sfl_zo", "mu_splitfed"])
 COLORS["sfl_fo"] = COLORS["sfl_fo_tau1"]
 COLORS["hosfl_stragglers30"] = COLORS["sfl_fo_tau10"]
+COLORS["hosfl_decoupled"] = "0.6"
 PANELS = (("iid", "IID, random init"), ("dirichlet", "Dirichlet 0.1, random init"), ("pca", "IID, PCA init"),
           ("adamw", "IID, random init, AdamW"), ("straggler_rate", "IID, 30% stragglers a round"),
           ("synthetic", "make_classification, 256-256 client"))
@@ -52,6 +58,8 @@ def _communication(results: Path, out: Path) -> None:
     met = read_metrics(results / "iid" / "metrics.json")
     rows = []
     for name, m in met["runs"].items():
+        if name == "hosfl_decoupled":   # a negative control, not a method
+            continue
         row = {"method": LABELS.get(name, name)}
         row.update({k: int(round(v)) for k, v in m["bytes_per_client_round"].items()})
         row["total"] = int(round(sum(m["bytes_per_client_round"].values())))
@@ -68,14 +76,18 @@ def _communication(results: Path, out: Path) -> None:
     w = 0.8 / len(cats)
     for i, c in enumerate(cats):
         vals = frame[c].to_numpy(dtype=float)
-        ax.bar(x + (i - (len(cats) - 1) / 2) * w, np.where(vals > 0, vals, np.nan), width=w, label=c,
+        ax.bar(x + (i - (len(cats) - 1) / 2) * w, np.where(vals > 0, vals, np.nan), width=w,
+               label=CATEGORY_LABELS.get(c, c),
                color=colors[c])
     ax.set_xticks(x, frame["method"])
     ax.set_yscale("log")
     ax.set_ylim(bottom=1)
     ax.set_ylabel("bytes per client per round (log)")
-    ax.tick_params(axis="x", labelrotation=20, labelsize=7)
-    ax.legend(fontsize=6, ncol=4, loc="upper left")
+    ax.tick_params(axis="x", labelsize=7)
+    for label in ax.get_xticklabels():
+        label.set_rotation(25)
+        label.set_horizontalalignment("right")
+    ax.legend(fontsize=6, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     save_figure(fig, out / "communication.png")
 
 
@@ -109,6 +121,8 @@ def _alignment(results: Path, out: Path) -> None:
     ax.plot(np.arange(k, al.size + 1), np.convolve(al, np.ones(k) / k, mode="valid"), color="k", linewidth=1.2,
             label=f"running mean ({k} rounds)")
     ax.axhline(met["runs"]["hosfl"]["alignment_theory"], linestyle="--", color="0.4", label="sqrt(P/(d_c+P+1))")
+    ax.axhline(met["runs"]["hosfl"]["alignment_theory"] * met["runs"]["hosfl"]["alignment_finite_p_factor"],
+               linestyle=":", color="0.2", label="finite-P: sqrt(2) G((P+1)/2) / (G(P/2) sqrt(P)) x that")
     ax.set_xlabel("round")
     ax.set_ylabel(r"cos($\hat g$, g)")
     ax.set_title("HO-SFL estimate vs true client gradient (IID)")

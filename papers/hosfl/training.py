@@ -13,6 +13,9 @@ Methods (``run_split_training(method, ...)``):
 * ``mu_splitfed``: per client, tau ZO server steps on a server copy then one ZO client step (central
   differences, one direction each, plain SGD, lr_s = lr_c = client_lr), then averaging (eta_g = 1).
 * ``frozen``: the server as in HO-SFL, the client never updated.
+* ``hosfl_decoupled`` (a negative control): HO-SFL whose client steps with the measured scalars vbar_p but
+  along directions rebuilt from P freshly drawn seeds, not the ones the scalars were measured on. The step has
+  the same size and no information about the gradient: a random walk of the client.
 """
 from __future__ import annotations
 
@@ -34,11 +37,12 @@ from papers.hosfl.model import SplitMLP
 __all__ = ["METHODS", "INITS", "OPTIMIZERS", "ADAMW_METHODS", "DEFAULT_CLIENT_LR", "run_split_training", "final_accuracy", "rounds_to_target",
            "make_stepper", "Setup", "setup"]
 
-METHODS = ("sfl_fo", "hosfl", "sfl_zo", "mu_splitfed", "frozen")
+METHODS = ("sfl_fo", "hosfl", "sfl_zo", "mu_splitfed", "frozen", "hosfl_decoupled")
 INITS = ("random", "pca")
-DEFAULT_CLIENT_LR = {"sfl_fo": 0.05, "hosfl": 0.005, "sfl_zo": 1e-3, "mu_splitfed": 1e-2, "frozen": 0.0}
+DEFAULT_CLIENT_LR = {"sfl_fo": 0.05, "hosfl": 0.005, "sfl_zo": 1e-3, "mu_splitfed": 1e-2, "frozen": 0.0,
+                     "hosfl_decoupled": 0.005}
 OPTIMIZERS = H.OPTIMIZERS
-ADAMW_METHODS = ("sfl_fo", "hosfl", "frozen")   # methods with a first-order server (the ZO baselines use plain SGD)
+ADAMW_METHODS = ("sfl_fo", "hosfl", "frozen", "hosfl_decoupled")   # methods with a first-order server (the ZO baselines use plain SGD)
 CATEGORIES = ("cut.act_up", "cut.labels_up", "cut.grad_down", "cut.scalar_down", "weights.up", "weights.down",
               "seeds.down")
 
@@ -176,10 +180,11 @@ class _ServerFO(_Base):
 
 
 class _HOSFL(_ServerFO):
-    def __init__(self, s, *, update_client=True, track_alignment=True, **kw):
+    def __init__(self, s, *, update_client=True, track_alignment=True, decoupled=False, **kw):
         super().__init__(s, **kw)
         self.update_client = update_client
-        self.track_alignment = track_alignment and update_client
+        self.decoupled = bool(decoupled)
+        self.track_alignment = track_alignment and update_client and not self.decoupled
         self.history, self.alignment = [], []
 
     def step(self, t, clients, X, Y):
@@ -205,6 +210,8 @@ class _HOSFL(_ServerFO):
         vbar = v.mean(axis=0)
         if self.track_alignment:
             self.alignment.append(self._alignment(X, lam, seeds, vbar))
+        if self.decoupled:   # control: the scalars no longer belong to the directions the client steps along
+            seeds = self.draw_seeds(self.P)
         tc = time.perf_counter()
         self.theta_c, self.buf = H.client_update(self.theta_c, seeds, vbar, self.mu, lr=self.client_lr,
                                                  momentum=self.momentum, buf=self.buf, optimizer=self.optimizer,
@@ -371,6 +378,8 @@ def make_stepper(method, s: Setup, *, n_perturbations=5, mu=1e-3, server_lr=0.05
         return _HOSFL(s, track_alignment=track_alignment, **kw)
     if method == "frozen":
         return _HOSFL(s, update_client=False, **kw)
+    if method == "hosfl_decoupled":
+        return _HOSFL(s, decoupled=True, track_alignment=False, **kw)
     if method == "sfl_fo":
         return _SFLFO(s, tau=tau, n_clients=n_clients, **kw)
     if method == "sfl_zo":

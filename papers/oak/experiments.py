@@ -90,6 +90,39 @@ def exactness(params: dict, ctx: RunContext):
 
 
 # ------------------------------------------------------------------------------------------- summaries
+BASELINES = ("ntk", "ntk_oracle", "asgd_oracle")
+
+
+def _ratio_max(res, num, den, idx):
+    """max over the checkpoints ``idx`` of relerr(num) / relerr(den) in one run."""
+    return float(max(min(res["relerr"][num][i], CLIP) / max(res["relerr"][den][i], 1e-300) for i in idx))
+
+
+def _equal_information(runs, group, seeds, checkpoints, cmp_T, g):
+    """Comparisons that separate the estimators by what they know of the run they predict.
+
+    OAK-E1 takes v_hat from T0 real Adam steps of that run (it peeks); OAK-E2 takes v_hat from the gradient at
+    theta_0 only (no information from the run). Both against the eNTK with an oracle lr, and the control: the
+    plain eNTK at Adam's lr against the same oracle. Per seed: max over ``cmp_T`` of the relerr ratio. Agreement:
+    OAK-E1's median test sign agreement at T_max minus the best baseline's (``BASELINES``), and per seed.
+    """
+    idx = [list(checkpoints).index(t) for t in cmp_T]
+    per_seed = {name: [_ratio_max(runs[(group, s)], num, "ntk_oracle", idx) for s in seeds]
+                for name, num in (("oak_e1_vs_ntk", "oak_e1"), ("oak_e2_vs_ntk", "oak_e2"),
+                                  ("ntk_plain_vs_oracle", "ntk"))}
+    agree = {m: [runs[(group, s)]["agreement"][m][-1] for s in seeds] for m in ("oak_e1", "oak_e2", *BASELINES)}
+    best_base = [max(agree[m][i] for m in BASELINES) for i in range(len(seeds))]
+    per_seed["agreement_margin_e1"] = [a - b for a, b in zip(agree["oak_e1"], best_base)]
+    per_seed["agreement_margin_e2"] = [a - b for a, b in zip(agree["oak_e2"], best_base)]
+    med = {k: float(np.median(v)) for k, v in agree.items()}
+    return {"e2_vs_ntk": {**{f"T{t}": g["oak_e2"][f"T{t}"] / g["ntk_oracle"][f"T{t}"] for t in cmp_T},
+                          "max": max(g["oak_e2"][f"T{t}"] / g["ntk_oracle"][f"T{t}"] for t in cmp_T)},
+            "ntk_plain_vs_oracle": {"max": max(g["ntk"][f"T{t}"] / g["ntk_oracle"][f"T{t}"] for t in cmp_T)},
+            "ntk_plain_minus_asgd": {"max": max(g["ntk"][f"T{t}"] - g["asgd_oracle"][f"T{t}"] for t in cmp_T)},
+            "e2_minus_asgd": {"max": max(g["oak_e2"][f"T{t}"] - g["asgd_oracle"][f"T{t}"] for t in cmp_T)},
+            "agreement_by_method_T_max": med,
+            "agreement_margin_T_max": med["oak_e1"] - max(med[m] for m in BASELINES),
+            "per_seed": per_seed}
 def _summarise(results: dict, checkpoints, runs_by_group):
     """Median / min / max over seeds of relerr per method and checkpoint; agreement at T_max."""
     out = {}
@@ -337,6 +370,7 @@ def minilm(params: dict, ctx: RunContext):
                                             for s in seeds]))
     out["oak_vs_ntk"]["max"] = max(out["oak_vs_ntk"].values())
     out["oak_vs_asgd"]["max"] = max(out["oak_vs_asgd"].values())
+    out.update(_equal_information(runs, lo, seeds, ck, cmp_T, g))
     sp = [spearman(sorted(runs[(hi, s)]["drift"]), [runs[(hi, s)]["drift"][t] for t in sorted(runs[(hi, s)]["drift"])])
           for s in seeds]
     out["drift"] = {"spearman_median": float(np.median(sp)),
@@ -540,7 +574,8 @@ def performance(params: dict, ctx: RunContext):
     timings, agree = {}, {}
     for name, (model, inputs, fwd) in cases.items():
         np_inputs = tuple(t.numpy() for t in inputs)
-        t_loop, K_loop = _time(lambda: (lambda J: J @ J.T)(per_example_jacobian(model, np_inputs, method="loop")), 1)
+        t_loop, K_loop = _time(lambda: (lambda J: J @ J.T)(per_example_jacobian(model, np_inputs, method="loop")),
+                               repeats)
         t_jac, J_vmap = _time(lambda: per_example_jacobian(model, np_inputs, chunk_size=int(params["chunk_size"])),
                               repeats)
         t_con, K_vmap = _time(lambda: J_vmap @ J_vmap.T, repeats)

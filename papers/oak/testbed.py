@@ -22,19 +22,42 @@ __all__ = ["finetune", "compare", "DenseJacobian", "BlockJacobian", "converged_k
 KRR_LAMBDAS = (0.0, 1e-6, 1e-4, 1e-2)
 
 
-def converged_kernel_regression(K_train, K_test, f0_train, f0_test, y_train, y_test, lambdas=KRR_LAMBDAS):
-    """Best test accuracy over lam of f = f_0 + K(x, X)(K(X, X) + lam ||K(X, X)||_op I)^{-1}(y - f_0(X))
-    (Malladi et al. 2023's converged kernel regression; lam = 0 by least squares)."""
-    accs = []
-    rhs = np.asarray(y_train) - np.asarray(f0_train)
-    for lam in lambdas:
-        if lam == 0:
-            alpha = np.linalg.lstsq(K_train, rhs, rcond=None)[0]
-        else:
-            alpha = np.linalg.solve(K_train + lam * np.linalg.norm(K_train, 2) * np.eye(len(rhs)), rhs)
-        f = np.asarray(f0_test) + K_test @ alpha
-        accs.append(float(np.mean(np.sign(f) == np.asarray(y_test))))
-    return max(accs)
+def _krr_predict(K_fit, K_eval, f0_fit, f0_eval, y_fit, lam):
+    """f = f_0 + K(x, X)(K(X, X) + lam ||K(X, X)||_op I)^{-1}(y - f_0(X)) (lam = 0 by least squares)."""
+    rhs = np.asarray(y_fit) - np.asarray(f0_fit)
+    if lam == 0:
+        alpha = np.linalg.lstsq(K_fit, rhs, rcond=None)[0]
+    else:
+        alpha = np.linalg.solve(K_fit + lam * np.linalg.norm(K_fit, 2) * np.eye(len(rhs)), rhs)
+    return np.asarray(f0_eval) + K_eval @ alpha
+
+
+def converged_kernel_regression(K_train, K_test, f0_train, f0_test, y_train, y_test, lambdas=KRR_LAMBDAS,
+                                holdout_frac=0.25):
+    """Test accuracy of Malladi et al. 2023's converged kernel regression with lam chosen on held-out data.
+
+    The last ``ceil(holdout_frac n)`` training rows are held out; each lam is fitted on the others and the one
+    with the best held-out sign accuracy (ties: the first in ``lambdas``) is refitted on every training row and
+    evaluated once on the test rows. The test set never chooses lam.
+    """
+    y_train, f0_train = np.asarray(y_train), np.asarray(f0_train)
+    lambdas = tuple(lambdas)
+    if not lambdas:
+        raise ValueError("lambdas must not be empty")
+    n = len(y_train)
+    n_val = int(np.ceil(holdout_frac * n)) if len(lambdas) > 1 else 0
+    if len(lambdas) > 1 and not 1 <= n_val < n:
+        raise ValueError(f"holdout_frac {holdout_frac} leaves no fitting or no held-out rows among {n}")
+    best_lam = lambdas[0]
+    if n_val:
+        fit, val = slice(0, n - n_val), slice(n - n_val, n)
+        scores = []
+        for lam in lambdas:
+            f = _krr_predict(K_train[fit, fit], K_train[val, fit], f0_train[fit], f0_train[val], y_train[fit], lam)
+            scores.append(float(np.mean(np.sign(f) == y_train[val])))
+        best_lam = lambdas[int(np.argmax(scores))]
+    f = _krr_predict(K_train, K_test, f0_train, f0_test, y_train, best_lam)
+    return float(np.mean(np.sign(f) == np.asarray(y_test)))
 
 
 METHODS = ("oak_e1", "oak_e2", "oak_e3", "ntk", "ntk_oracle", "asgd_oracle")

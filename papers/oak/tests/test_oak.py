@@ -279,6 +279,24 @@ def test_converged_kernel_regression_interpolates_training_points():
     assert converged_kernel_regression(K, K, f0, f0, y, -y, lambdas=(0.0,)) == 0.0
 
 
+def test_converged_kernel_regression_lambda_not_chosen_on_test():
+    """lam is chosen on held-out training rows: flipping the test labels flips the accuracy exactly."""
+    from papers.oak.testbed import converged_kernel_regression
+
+    rng = np.random.default_rng(5)
+    J = rng.standard_normal((30, 8))
+    Jt = rng.standard_normal((20, 8))
+    K, Kt = J @ J.T, Jt @ J.T
+    y = np.sign(rng.standard_normal(30))
+    yt = np.sign(rng.standard_normal(20))
+    f0, f0t = np.zeros(30), np.zeros(20)
+    a = converged_kernel_regression(K, Kt, f0, f0t, y, yt)
+    b = converged_kernel_regression(K, Kt, f0, f0t, y, -yt)
+    assert a + b == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        converged_kernel_regression(K, Kt, f0, f0t, y, yt, lambdas=())
+
+
 # ------------------------------------------------------------------------------------------- blockwise kernels
 class _Linear2(torch.nn.Module):
     """f(x) = a^T x[:, :3] + b^T x[:, 3:] + c: linear in theta, so the Jacobian row of x is (x, 1) exactly."""
@@ -478,3 +496,24 @@ def test_minilm_encoder_model_tiny_bert():
     J1 = per_example_jacobian(model, (ids.numpy(), mask.numpy()), chunk_size=2)
     J2 = per_example_jacobian(model, (ids.numpy(), mask.numpy()), method="loop")
     np.testing.assert_allclose(J1, J2, rtol=1e-4, atol=1e-6)
+
+
+def test_equal_information_ratios_and_margins():
+    """Per-seed max over T of relerr ratios against the oracle-lr eNTK, and agreement margins over the best baseline."""
+    from papers.oak.experiments import _equal_information
+
+    ck = [1, 25, 50]
+    def run(e1, e2, ntk, orc, agree):
+        rel = {"oak_e1": e1, "oak_e2": e2, "ntk": ntk, "ntk_oracle": orc, "asgd_oracle": [1.0] * 3, "oak_e3": [1.0] * 3}
+        return {"relerr": rel, "agreement": {m: [0.0, 0.0, a] for m, a in agree.items()}}
+    agree = {"oak_e1": 0.9, "oak_e2": 0.8, "ntk": 0.7, "ntk_oracle": 0.85, "asgd_oracle": 0.6}
+    runs = {("g", 0): run([9, 0.2, 0.1], [9, 0.4, 0.5], [9, 2.0, 2.0], [9, 0.4, 0.25], agree)}
+    g = {m: {f"T{t}": v for t, v in zip(ck, runs[("g", 0)]["relerr"][m])} for m in runs[("g", 0)]["relerr"]}
+    out = _equal_information(runs, "g", [0], ck, [25, 50], g)
+    ps = out["per_seed"]
+    assert ps["oak_e1_vs_ntk"] == [pytest.approx(0.5)]          # max(0.2/0.4, 0.1/0.25)
+    assert ps["oak_e2_vs_ntk"] == [pytest.approx(2.0)]          # max(0.4/0.4, 0.5/0.25)
+    assert ps["ntk_plain_vs_oracle"] == [pytest.approx(8.0)]
+    assert ps["agreement_margin_e1"] == [pytest.approx(0.05)]
+    assert ps["agreement_margin_e2"] == [pytest.approx(-0.05)]
+    assert out["agreement_margin_T_max"] == pytest.approx(0.05)
