@@ -27,8 +27,7 @@ def _validated_workflow_config(cfg):
 def _validated_paper(slug):
     try:
         cfg = load_paper_config(f"papers/{slug}/config.yaml")
-        if Path(f"papers/{slug}/params.schema.json").is_file():  # typed params of every experiment
-            load_and_validate(f"papers/{slug}")
+        load_and_validate(f"papers/{slug}")  # every experiment's params, typed (papers/<slug>/params.schema.json)
         load_claims(f"papers/{slug}/claims.yaml")
     except ConfigError as exc:
         raise WorkflowError(str(exc)) from None
