@@ -26,21 +26,14 @@ __all__ = ["SCHEMA_NAME", "infer_schema", "draft_schemas", "validate_params", "m
 SCHEMA_NAME = "params.schema.json"
 
 
+_JSON_TYPES = ((type(None), "null"), (bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"),
+               (list, "array"), (dict, "object"))  # bool before int: a bool is an int in Python
+
+
 def _type_of(value) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
+    for python_type, name in _JSON_TYPES:
+        if isinstance(value, python_type):
+            return name
     raise TypeError(f"unsupported value {value!r}")
 
 

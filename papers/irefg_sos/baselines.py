@@ -23,26 +23,19 @@ import numpy as np
 from . import poly as P
 
 __all__ = ["projected_gradient_ascent", "regret_matching_plus", "amsgrad", "run_batch", "random_starts",
-           "slsqp_multistart", "maximise_polynomial", "grid_optimum", "project_simplex_rows", "FullModel"]
+           "slsqp_multistart", "maximise_polynomial", "grid_optimum", "project_simplex_rows", "PolynomialModel",
+           "FullModel"]
 
 
-class FullModel:
-    """Vectorised value and gradient of :math:`U_i` in full coordinates for batches of strategies."""
+class PolynomialModel:
+    """Value, gradient and projection of a full-coordinate polynomial ``U`` in ``m`` variables on a product of
+    simplices (the index ``blocks``), vectorised over batches of strategies: the interface of :func:`run_batch`."""
 
-    def __init__(self, game, player: int = 1):
-        from .hierarchy import _single_player
-
-        player = _single_player(game, player)
-        self.game = game
-        self.m = len(game.full_variables)
-        Uf = game.full_polynomial(player)
-        self.E, self.c = P.to_arrays(Uf, self.m)
-        self.grads = [P.to_arrays(P.derivative(Uf, j), self.m) for j in range(self.m)]
-        self.blocks = []
-        o = 0
-        for I in game.infosets:
-            self.blocks.append(np.arange(o, o + len(I.actions)))
-            o += len(I.actions)
+    def __init__(self, U: dict, m: int, blocks):
+        self.m = m
+        self.E, self.c = P.to_arrays(U, m)
+        self.grads = [P.to_arrays(P.derivative(U, j), m) for j in range(m)]
+        self.blocks = [np.asarray(b) for b in blocks]
 
     def value(self, X):
         return P.eval_batch(self.E, self.c, X)
@@ -55,6 +48,21 @@ class FullModel:
         for b in self.blocks:
             out[:, b] = project_simplex_rows(X[:, b])
         return out
+
+
+class FullModel(PolynomialModel):
+    """Vectorised value and gradient of :math:`U_i` in full coordinates for batches of strategies."""
+
+    def __init__(self, game, player: int = 1):
+        from .hierarchy import _single_player
+
+        player = _single_player(game, player)
+        self.game = game
+        blocks, o = [], 0
+        for I in game.infosets:
+            blocks.append(np.arange(o, o + len(I.actions)))
+            o += len(I.actions)
+        super().__init__(game.full_polynomial(player), len(game.full_variables), blocks)
 
     def to_full(self, strategy) -> np.ndarray:
         self.game.check_profile(strategy)

@@ -24,7 +24,6 @@ from shared.experiment import RunContext, main
 from shared.provenance import hardware
 from shared.results import write_arrays
 
-from . import poly as P
 from .baselines import FullModel, _slsqp, grid_optimum, run_batch, random_starts, slsqp_multistart
 from .concavity import sos_concavity_certificate, sos_monotonicity_certificate
 from .crosscheck import ncpol_bound
@@ -551,7 +550,7 @@ def run_table1(params: dict, ctx: RunContext):
     from shared.results import atomic_write_text
 
     from .hierarchy import single_player_bound
-    from .table1 import PolynomialModel, random_instance, success_tolerance
+    from .table1 import instance_model, random_instance, success_tolerance
 
     rows, certified, pgd_rate, pgd_best, sos_s, pgd_s = [], [], [], [], [], []
     backends, n_uncertified = set(), 0
@@ -572,7 +571,7 @@ def run_table1(params: dict, ctx: RunContext):
         X0 = np.concatenate([rng.dirichlet(np.ones(inst.actions), size=int(params["restarts"]))
                              for _ in range(inst.infosets)], axis=1)
         t0 = time.perf_counter()
-        out = run_batch(PolynomialModel(inst), "pga", X0, iters=int(params["iters"]), step=float(params["step"]))
+        out = run_batch(instance_model(inst), "pga", X0, iters=int(params["iters"]), step=float(params["step"]))
         pgd_s.append(time.perf_counter() - t0)
         certified.append(float(ok_sos))
         rows += [_row("sos", "certified", float(ok_sos), game=f"inst{i}", level=level, seed=i),

@@ -19,9 +19,9 @@ import math
 import numpy as np
 
 from . import poly as P
-from .baselines import project_simplex_rows
+from .baselines import PolynomialModel
 
-__all__ = ["RandomInstance", "random_instance", "PolynomialModel"]
+__all__ = ["RandomInstance", "random_instance", "instance_model", "success_tolerance"]
 
 
 class RandomInstance:
@@ -72,26 +72,10 @@ def random_instance(seed, *, infosets: int = 2, actions: int = 3, degree: int = 
     return RandomInstance({pool[int(i)]: float(c) for i, c in zip(pick, coef)}, infosets, actions)
 
 
-class PolynomialModel:
-    """Value, gradient and projection of a full-coordinate polynomial on a product of simplices, with the
-    interface that :func:`papers.irefg_sos.baselines.run_batch` expects."""
-
-    def __init__(self, inst: RandomInstance):
-        self.E, self.c = P.to_arrays(inst.full, inst.m)
-        self.grads = [P.to_arrays(P.derivative(inst.full, j), inst.m) for j in range(inst.m)]
-        self.blocks = [np.array(b) for b in inst.blocks]
-
-    def value(self, X):
-        return P.eval_batch(self.E, self.c, X)
-
-    def grad(self, X):
-        return P.grad_batch(self.grads, X)
-
-    def project(self, X):
-        out = np.empty_like(X)
-        for b in self.blocks:
-            out[:, b] = project_simplex_rows(X[:, b])
-        return out
+def instance_model(inst: RandomInstance) -> PolynomialModel:
+    """The instance's polynomial on its product of simplices, as :func:`papers.irefg_sos.baselines.run_batch`
+    expects it."""
+    return PolynomialModel(inst.full, inst.m, inst.blocks)
 
 
 def success_tolerance(opt: float, tol: float) -> float:

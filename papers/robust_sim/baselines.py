@@ -19,7 +19,7 @@ from scipy.spatial.distance import cdist
 
 from ._validate import check_eps, check_int, check_matrix, check_positive, check_xy
 from .links import get_link, link_constants
-from .method import gradient_matrix, robust_mean, robust_spectral_init
+from .method import gradient_matrix, removal_budget, robust_mean, robust_spectral_init
 
 __all__ = ["fit_huber", "fit_itlm", "stein_init", "random_unit", "mad", "pairwise_filter_mean"]
 
@@ -110,9 +110,7 @@ def pairwise_filter_mean(G: np.ndarray, eps: float, *, block: int = 512) -> np.n
     G = check_matrix(G, "G", min_rows=2, min_cols=1)
     eps = check_eps(eps)
     n = G.shape[0]
-    budget = math.ceil(2.0 * eps * n)
-    if budget >= n:
-        raise ValueError(f"G has {n} rows, too few for the removal budget ceil(2 eps n) = {budget} (eps={eps})")
+    budget = removal_budget(n, eps)
     med = np.concatenate([np.median(cdist(G[i:i + block], G), axis=1) for i in range(0, n, block)])
     drop = np.argsort(-med, kind="stable")[:budget]
     keep = np.ones(n, dtype=bool)

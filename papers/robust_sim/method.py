@@ -39,6 +39,14 @@ class SIMFit:
     grad_norms: np.ndarray
 
 
+
+def removal_budget(n: int, eps: float) -> int:
+    """ceil(2 eps n): how many of n rows a filter may remove; ValueError when that leaves none."""
+    budget = math.ceil(2.0 * eps * n)
+    if budget >= n:
+        raise ValueError(f"G has {n} rows, too few for the removal budget ceil(2 eps n) = {budget} (eps={eps})")
+    return budget
+
 def _drop_order(scores: np.ndarray, kept_idx: np.ndarray, count: int) -> np.ndarray:
     """Original indices of the ``count`` highest scores among the kept rows; ties drop the lower index first
     (a stable sort of -score over rows listed in increasing index order)."""
@@ -92,9 +100,7 @@ def robust_mean(G: np.ndarray, eps: float) -> np.ndarray:
     G = check_matrix(G, "G", min_rows=2, min_cols=1)
     eps = check_eps(eps)
     n = G.shape[0]
-    budget = math.ceil(2.0 * eps * n)
-    if budget >= n:
-        raise ValueError(f"G has {n} rows, too few for the removal budget ceil(2 eps n) = {budget} (eps={eps})")
+    budget = removal_budget(n, eps)
     if budget == 0:
         return G.mean(axis=0)
     return G[_robust_mean_mask(G, eps)].mean(axis=0)

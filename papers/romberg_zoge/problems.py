@@ -35,8 +35,8 @@ def _as_points(X, d: int) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------------------- synthetic
 @dataclass
-class ExponentialSeparable:
-    """``f(x) = sum_i exp(x_i - c_i) - (x_i - c_i)`` with ``c = linspace(-1, 1, d)``; ``grad_i = exp(x_i - c_i) - 1``."""
+class _SeparableOnLine:
+    """Base of the separable test functions: dimension ``dim`` and centres ``c = linspace(-1, 1, dim)``."""
 
     dim: int = 50
     c: np.ndarray = field(init=False)
@@ -45,6 +45,11 @@ class ExponentialSeparable:
         if self.dim < 1:
             raise ValueError(f"dim must be >= 1, got {self.dim}")
         self.c = np.linspace(-1.0, 1.0, self.dim)
+
+
+@dataclass
+class ExponentialSeparable(_SeparableOnLine):
+    """``f(x) = sum_i exp(x_i - c_i) - (x_i - c_i)`` with ``c = linspace(-1, 1, d)``; ``grad_i = exp(x_i - c_i) - 1``."""
 
     def __call__(self, X) -> np.ndarray:
         z = _as_points(X, self.dim) - self.c
@@ -56,17 +61,9 @@ class ExponentialSeparable:
 
 
 @dataclass
-class QuadraticSeparable:
+class QuadraticSeparable(_SeparableOnLine):
     """``f(x) = sum_i (x_i - c_i)^2 / 2`` with the exponential's ``c``: a control without smoothing bias (central
     differences of a quadratic are exact at every radius, so bias reduction has nothing to remove)."""
-
-    dim: int = 50
-    c: np.ndarray = field(init=False)
-
-    def __post_init__(self):
-        if self.dim < 1:
-            raise ValueError(f"dim must be >= 1, got {self.dim}")
-        self.c = np.linspace(-1.0, 1.0, self.dim)
 
     def __call__(self, X) -> np.ndarray:
         z = _as_points(X, self.dim) - self.c

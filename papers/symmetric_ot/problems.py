@@ -224,45 +224,22 @@ def random_problem(m: int, n: int, seed: int):
 def dodecahedron_stabiliser_orbits() -> int:
     """Number of orbits of the stabiliser of vertex 0 in Aut(dodecahedral graph) (exact, by VF2)."""
     import networkx as nx
+
+    return automorphism_orbits(nx.dodecahedral_graph(), fixing=0)
+
+
+def automorphism_orbits(G, fixing=None) -> int:
+    """Number of vertex orbits of Aut(G), or of the stabiliser of vertex ``fixing`` when given (exact, by
+    enumerating the automorphisms with VF2 and merging each vertex with its images; small graphs)."""
     from networkx.algorithms.isomorphism import GraphMatcher
+    from networkx.utils import UnionFind
 
-    G = nx.dodecahedral_graph()
-    nodes = sorted(G.nodes)
-    parent = {v: v for v in nodes}
-
-    def find(v):
-        while parent[v] != v:
-            v = parent[v]
-        return v
-
+    orbits = UnionFind(G.nodes)
     for iso in GraphMatcher(G, G).isomorphisms_iter():
-        if iso[0] != 0:
-            continue
-        for v, w in iso.items():
-            rv, rw = find(v), find(w)
-            if rv != rw:
-                parent[max(rv, rw)] = min(rv, rw)
-    return len({find(v) for v in nodes})
-
-
-def automorphism_orbits(G) -> int:
-    """Number of vertex orbits of Aut(G) (exact, by enumerating the automorphisms with VF2; small graphs)."""
-    from networkx.algorithms.isomorphism import GraphMatcher
-
-    nodes = sorted(G.nodes)
-    parent = {v: v for v in nodes}
-
-    def find(v):
-        while parent[v] != v:
-            v = parent[v]
-        return v
-
-    for iso in GraphMatcher(G, G).isomorphisms_iter():
-        for v, w in iso.items():
-            rv, rw = find(v), find(w)
-            if rv != rw:
-                parent[max(rv, rw)] = min(rv, rw)
-    return len({find(v) for v in nodes})
+        if fixing is None or iso[fixing] == fixing:
+            for v, w in iso.items():
+                orbits.union(v, w)
+    return len(list(orbits.to_sets()))
 
 
 def frucht_problem():
@@ -382,7 +359,7 @@ def group_point_clouds(group: str, orbit_num: int, seed: int, *, order: int | No
     elems, s = symmetry_group(group, order)
     dim = elems[0].shape[0]
     rng = np.random.default_rng(seed)
-    clouds, weights, labels = [], [], []
+    clouds, weights = [], []
     for _ in range(2):
         base = rng.multivariate_normal(np.ones(dim), 0.5 * np.eye(dim), size=orbit_num)
         w = np.clip(1.0 + 0.05 * rng.standard_normal(orbit_num), 1e-6, None)

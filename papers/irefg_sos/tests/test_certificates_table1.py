@@ -11,7 +11,7 @@ from papers.irefg_sos.baselines import run_batch
 from papers.irefg_sos.games import load_game, random_two_player_game
 from papers.irefg_sos.hierarchy import single_player_bound
 from papers.irefg_sos.nash import coordinate_derivative_bounds, nash_conv_lipschitz, no_ne_grid_certificate, sos_nash
-from papers.irefg_sos.table1 import PolynomialModel, random_instance, success_tolerance
+from papers.irefg_sos.table1 import instance_model, random_instance, success_tolerance
 
 MIRROR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data")
 
@@ -85,7 +85,7 @@ def test_random_instance_bad_input():
 
 def test_polynomial_model_gradient_and_projection():
     inst = random_instance(3)
-    m = PolynomialModel(inst)
+    m = instance_model(inst)
     X = np.random.default_rng(2).random((4, inst.m))
     G = m.grad(X)
     eps = 1e-6
@@ -103,7 +103,7 @@ def test_sos_bound_is_above_every_pga_value_on_an_instance():
     inst = random_instance(1)
     res = single_player_bound(inst.free, inst.n, inst.groups, 2)
     X0 = np.concatenate([np.random.default_rng(0).dirichlet(np.ones(3), size=20) for _ in range(2)], axis=1)
-    out = run_batch(PolynomialModel(inst), "pga", X0, iters=300, step=0.02)
+    out = run_batch(instance_model(inst), "pga", X0, iters=300, step=0.02)
     assert np.all(out["values"] <= res.bound + 1e-6)
 
 
