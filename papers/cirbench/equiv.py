@@ -234,7 +234,9 @@ def check_batch(src_ir: str, cands: list[str], function: str, *, arg_specs=None,
     start = 0
     while start < len(cands):
         todo = list(range(start, len(cands)))
-        run_limit = max(1.0, 4 * src_wall + 0.5)
+        # the same limit as a lone differential check (differential()): a floor well above a JIT compile on a
+        # busy machine, so that only a real hang, not load, ends a candidate as NOT_EQ
+        run_limit = max(5.0, 20 * src_wall + 1.0)
         res = _sandbox_batch(src_ir, [cands[j] for j in todo], function, sig, timeout_s, src_in_fragment,
                              kept_vectors, elem_bits, src_outs if kept_vectors else [], run_limit,
                              wall=10.0 + len(todo) * (timeout_s + 6 + run_limit))
