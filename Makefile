@@ -19,7 +19,8 @@ help:
 	@echo "make test        set up .venv and run the test suite"
 	@echo "make venv        only set up .venv from envs/ (idempotent)"
 	@echo "make tools       install bubblewrap where missing (the sandbox of model-generated code)"
-	@echo "make audit       fail when a quick-scale verdict differs from claims.yaml 'expected' or the committed report"
+	@echo "make audit       fail when a quick-scale verdict differs from claims.yaml 'expected' or the committed report,"
+	@echo "                 or a committed full-scale report does not render again from its committed metrics"
 	@echo "make smoke|full  run every paper at that scale"
 
 venv: $(STAMP)
@@ -61,6 +62,7 @@ full: $(STAMP)
 
 audit: $(STAMP)
 	$(PY) -m shared.claims.gate --scale quick
+	$(PY) -m shared.claims.gate --scale full
 
 clean:
 	rm -rf results logs .snakemake

@@ -45,7 +45,14 @@ class RunContext:
         return seeding.generator(self.seed, self.name, *names)
 
     def record(self, **facts) -> None:
-        """Add run-dependent facts (solver used, wall times) to provenance.json, not to metrics."""
+        """Add run-dependent facts (solver used, wall times) to provenance.json, not to metrics.
+
+        Raises ``ValueError`` for a key that provenance.json already fills itself (``PROVENANCE_FIELDS``):
+        recording it would silently replace the measured value."""
+        taken = sorted(set(facts) & PROVENANCE_FIELDS)
+        if taken:
+            raise ValueError(f"experiment {self.name!r}: ctx.record() key(s) {taken} are provenance's own fields "
+                             f"({sorted(PROVENANCE_FIELDS)}); rename them")
         self.extra.update(facts)
 
     def log(self, message: str) -> None:
@@ -64,6 +71,10 @@ class RunContext:
 
 
 ExperimentFn = Callable[[dict, RunContext], tuple]
+
+#: Keys of provenance.json that :func:`run_experiment` and :func:`shared.provenance.collect` fill themselves.
+PROVENANCE_FIELDS = frozenset({"commit", "dirty", "packages", "hardware", "experiment", "scale", "seed", "params",
+                               "wall_s", "cpu_s"})
 
 
 def _pin_threads(n: int) -> None:

@@ -1,7 +1,7 @@
 """Fit and cache the frozen digits classifier of the prompt-tuning substitute.
 
 ``python -m papers.romberg_zoge.frozen_model data/romberg_zoge/frozen_mlp.npz`` (run by the rule
-``romberg_zoge_frozen_model``; BLAS pinned to one thread so that the weights do not depend on the machine's
+``romberg_zoge_data_frozen_model``; BLAS pinned to one thread so that the weights do not depend on the machine's
 thread count).
 """
 from __future__ import annotations

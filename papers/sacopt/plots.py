@@ -71,7 +71,7 @@ def _fmt(v, spec=".3g"):
 
 
 def _datasets(results: Path, out: Path) -> None:
-    d = read_metrics(results / "data" / "metrics.json")["datasets"]
+    d = read_metrics(results / "benchmarks" / "metrics.json")["datasets"]
     llm = read_metrics(results / "llm" / "metrics.json")
     lines = ["# Benchmarks: items, answer types and accuracy per pipeline", "",
              "| dataset | items | loaded | 'No Best Solution' | integer answers | asks rounding |",
@@ -82,7 +82,7 @@ def _datasets(results: Path, out: Path) -> None:
             continue
         lines.append(f"| {name} | {s['n_items']} | {s['n_loaded']} | {s['n_no_best']} | {s['n_integer_answer']} | "
                      f"{s['n_asks_rounding']} |")
-    aud = read_metrics(results / "data" / "metrics.json").get("complexor_audit", {})
+    aud = read_metrics(results / "benchmarks" / "metrics.json").get("complexor_audit", {})
     lines += ["", "## ComplexOR audit: project reference formulations (from gt_model.txt) vs recorded outputs", ""]
     if aud.get("rows"):
         lines += [f"Reproduced within rel {aud['rel_tol']:g}: {aud['n_reproduced']} of {aud['n_with_gt_model']} "

@@ -232,7 +232,8 @@ def _is_reduced(claim: dict, scale: str, reduced: dict) -> bool:
     return scale in reduced and scale not in claim.get("equivalent_at", ())
 
 
-def _failed_precondition(claim: dict, results_dir: Path, scale: str) -> str | None:
+def _failed_precondition(claim: dict, results_dir: Path) -> str | None:
+    """Why a precondition of ``claim`` (``requires``) is not met, or None when all are."""
     for pre in claim.get("requires", ()):
         try:
             out = _outcome(pre, results_dir, pre["check"], "t")
@@ -291,7 +292,7 @@ def evaluate_claim(claim: dict, results_dir: str | Path, scale: str, *, reduced:
         if control is None:
             control_problem = f"control {control_name!r} recorded no value"
     controlled = dict(spread=spread, control=control, control_name=control_name)
-    failed = _failed_precondition(claim, results_dir, scale)
+    failed = _failed_precondition(claim, results_dir)
     if failed:
         return Verdict(verdict=NOT_EVALUATED, outcome=out, detail=failed, **controlled, **base)
     if out is None:

@@ -9,6 +9,12 @@
    folder without tests, the shared modules it imports, the audit engine) changed since the commit it records;
 6. when the report is tracked by git, the committed version is fresh in the same sense and its verdicts equal
    the regenerated ones (a stale committed report is a defect).
+
+``--scale full`` checks the papers whose full-scale report is committed (full runs take hours and are made by
+hand, so CI does not recompute them): the small ``metrics.json`` and ``provenance.json`` files under
+``results/full/`` are committed with the report, the gate renders the report again from them and fails when a
+verdict differs from the committed report or from ``expected``; a report older than the paper's code is
+printed as a warning (its header names the commit it was computed at), not a failure.
 """
 from __future__ import annotations
 
@@ -18,11 +24,11 @@ import sys
 
 from shared.claims.check import MISSING
 from shared.claims.freshness import changed_inputs
-from shared.claims.report import parse_audit_block
+from shared.claims.report import parse_audit_block, render_report
 from shared.claims.stats import MIN_SAMPLES
 from shared.config import REPO_ROOT, SCALES, enabled_papers, load_yaml
 
-__all__ = ["audit_block", "freshness_problems", "audit_paper", "main"]
+__all__ = ["audit_block", "freshness_problems", "audit_paper", "audit_full_paper", "full_scale_papers", "main"]
 
 
 def _committed_text(rel_path: str) -> str | None:
@@ -88,6 +94,48 @@ def audit_paper(slug: str, scale: str, *, compare_committed: bool = True, check_
     return problems
 
 
+def full_scale_papers(root=REPO_ROOT) -> list[str]:
+    """Slugs whose ``reports/full/<slug>.md`` is tracked by git."""
+    out = subprocess.run(["git", "ls-files", "reports/full/*.md"], cwd=root, capture_output=True, text=True)
+    return sorted(line.rsplit("/", 1)[-1][:-3] for line in out.stdout.split())
+
+
+def audit_full_paper(slug: str) -> tuple[list[str], list[str]]:
+    """(problems, warnings) of one committed full-scale report: re-rendered from the committed metrics, its
+    verdicts must equal the file's and ``expected``; staleness is a warning."""
+    rel = f"reports/full/{slug}.md"
+    path = REPO_ROOT / rel
+    if not path.is_file():
+        return [f"{slug}: {rel} is missing"], []
+    block = parse_audit_block(path.read_text(encoding="utf-8"))
+    if block is None or block.get("version") != 2:
+        return [f"{slug}: {rel} has no audit-v2 block"], []
+    problems = audit_block(slug, "full", block)
+    fresh = parse_audit_block(render_report(slug, "full"))
+    if fresh["verdicts"] != block["verdicts"]:
+        changed = sorted(k for k in set(fresh["verdicts"]) | set(block["verdicts"])
+                         if fresh["verdicts"].get(k) != block["verdicts"].get(k))
+        problems.append(f"{slug}: {rel} disagrees with the report rendered again from results/full for {changed}")
+    return problems, freshness_problems(slug, block, rel)
+
+
+def _main_full(slugs: list[str]) -> int:
+    problems, warnings = [], []
+    for slug in slugs:
+        p, w = audit_full_paper(slug)
+        problems, warnings = problems + p, warnings + w
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if problems:
+        print(f"audit FAILED at scale full ({len(problems)} problem(s)):", file=sys.stderr)
+        for p in problems:
+            print(f"  - {p}", file=sys.stderr)
+        return 1
+    print(f"audit passed at scale full: {len(slugs)} committed full-scale report(s) ({', '.join(slugs) or 'none'}) "
+          f"render again to the same verdicts, every verdict as expected")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Fail when any audit report cannot be trusted as it stands.")
     parser.add_argument("--scale", default="quick", choices=SCALES)
@@ -95,6 +143,8 @@ def main(argv=None) -> int:
     parser.add_argument("--no-compare-committed", action="store_true")
     parser.add_argument("--no-freshness", action="store_true", help="skip the freshness checks (for local drafts)")
     args = parser.parse_args(argv)
+    if args.scale == "full":
+        return _main_full(args.papers or full_scale_papers())
     slugs = args.papers or enabled_papers(load_yaml(REPO_ROOT / "config" / "config.yaml"))
     problems = [p for slug in slugs for p in audit_paper(
         slug, args.scale, compare_committed=not args.no_compare_committed, check_fresh=not args.no_freshness)]

@@ -33,6 +33,11 @@ What the words mean:
 - **official claims** are the scored claims of the ICML 2026 reproducibility challenge, where they were found;
   each report maps our claims onto them and gives one combined verdict per official claim.
 
+Full-scale runs take hours and are made by hand: a paper's `reports/full/<slug>.md` is committed with the small
+`metrics.json` and `provenance.json` files under `results/full/<slug>/` it was rendered from, and `make audit`
+renders it again from them (without recomputing) and fails when a verdict changes. Papers without a full report
+give in their README the measured cost of one unit and the projected total.
+
 `make audit` fails when a verdict differs from the `expected` recorded in `claims.yaml`, when a regenerated
 report disagrees with the committed one, when a committed report is older than the paper's code, config or
 claims (or the shared modules it imports), or when an official claim is neither addressed nor given a reason.

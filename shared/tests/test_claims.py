@@ -351,3 +351,16 @@ def test_integer_keys_of_official_not_addressed_are_read_as_indices(tmp_path):
     path.write_text("version: 2\nreduced: {}\nofficial_not_addressed:\n  3: needs a 70B model\nclaims:\n"
                     + yaml.safe_dump([_claim(metric=SAMPLES)]))
     assert load_claims_file(path)["official_not_addressed"] == {"3": "needs a 70B model"}
+
+
+def test_full_scale_gate_covers_only_committed_full_reports(tiny_repo):
+    from shared.claims.gate import full_scale_papers
+
+    root, _ = tiny_repo
+    assert full_scale_papers(root) == []
+    (root / "reports" / "full").mkdir(parents=True)
+    (root / "reports" / "full" / "p.md").write_text("report\n")
+    (root / "reports" / "full" / "draft.md").write_text("not committed\n")
+    _git(root, "add", "reports/full/p.md")
+    _git(root, "commit", "-qm", "full report of p")
+    assert full_scale_papers(root) == ["p"]

@@ -67,3 +67,23 @@ def test_progress_goes_to_stdout_with_the_paper_and_experiment(tmp_path, capsys)
     run_experiment({"toy": counted}, "toy", cfg, "smoke", tmp_path / "out")
     out = capsys.readouterr().out
     assert "mypaper/toy steps" in out and "7/7" in out
+
+
+def test_record_refuses_a_provenance_field_and_leaves_no_metrics(tmp_path, capsys):
+    def colliding(params, ctx):
+        ctx.record(cpu_s=1.0)
+        return [], {"x": 1.0}
+
+    cfg = _config(tmp_path, {"n": 10, "scale": 1.0})
+    with pytest.raises(ValueError, match=r"\['cpu_s'\] are provenance's own fields"):
+        run_experiment({"toy": colliding}, "toy", cfg, "smoke", tmp_path / "o")
+    assert not (tmp_path / "o" / "metrics.json").exists()
+
+
+def test_provenance_fields_are_every_key_that_provenance_fills(tmp_path):
+    from shared.experiment import PROVENANCE_FIELDS
+
+    cfg = _config(tmp_path, {"n": 10, "scale": 1.0})
+    run_experiment({"toy": toy}, "toy", cfg, "smoke", tmp_path / "a")
+    written = set(read_metrics(tmp_path / "a" / "provenance.json"))
+    assert written - {"solver"} == PROVENANCE_FIELDS

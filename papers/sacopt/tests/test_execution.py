@@ -42,3 +42,22 @@ def test_outcomes():
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         run_model_program(**kwargs)
+
+
+def test_isolation_summary_counts_confined_and_unconfined_runs(monkeypatch):
+    import papers.sacopt.execution as X
+    from shared.sandbox import UNSAFE_ENV
+
+    monkeypatch.setattr(X, "_ISOLATION", {"runs": 0, "unconfined_runs": 0, "kinds": set()})
+    run_model_program("print('OBJECTIVE: 1')")
+    assert X.isolation_summary() == {"runs": 1, "unconfined_runs": 0, "confined_all": 1, "isolation": "bwrap"}
+    X.close_sandbox()
+    monkeypatch.setenv(UNSAFE_ENV, "1")
+    try:
+        assert run_model_program("print('OBJECTIVE: 2')").objective == 2.0
+    finally:
+        X.close_sandbox()  # the next test gets a confined zygote again
+    monkeypatch.delenv(UNSAFE_ENV)
+    summary = X.isolation_summary()
+    assert summary["runs"] == 2 and summary["unconfined_runs"] == 1 and summary["confined_all"] == 0
+    assert summary["isolation"] == "bwrap+unconfined"
