@@ -9,6 +9,7 @@ claims.yaml (schema ``workflow/schemas/claims.schema.json``)::
     version: 2
     reduced: {quick: "4 games instead of 50"}   # scales smaller than the paper's, and how
     official_not_addressed: {3: "needs a 70B model"}   # official claims nothing here addresses, with why
+    not_run: {full: {grid: "5760 fits, projected 30 CPU-hours"}}   # experiments left out of a partial run
     claims:
       - id: stoch-rate
         kind: paper                 # paper | check | finding
@@ -32,7 +33,8 @@ identity check of our own code (never counted as reproduced). ``finding``: an au
 Deciding a claim at one scale, in this order:
 
 1. ``skip_at`` lists the scale -> ``skipped``; the metric file or key is missing -> ``missing_metric``
-   (always a gate failure).
+   (always a gate failure), unless the claim reads an experiment that ``not_run`` lists at this scale ->
+   ``not_evaluated`` with the reason given there (the gate accepts it whatever ``expected`` says).
 2. ``requires``: every precondition must pass its check; otherwise ``not_evaluated`` naming the first failing
    precondition. A metric recorded as ``null`` is also ``not_evaluated``.
 3. The outcome of the check. ``metric`` (one number): pass or fail. ``samples`` (a list over seeds,

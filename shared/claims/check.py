@@ -12,7 +12,7 @@ from shared.results import get_key, read_metrics
 __all__ = ["REPRODUCED", "REPRODUCED_REDUCED", "NOT_REPRODUCED", "INCONCLUSIVE", "NOT_EVALUATED", "CANNOT_FAIL",
            "PASSES", "FAILS", "MISSING", "SKIPPED", "PAPER_VERDICTS", "CHECK_VERDICTS", "Outcome", "Verdict",
            "load_claims_file", "load_claims", "check_for_scale", "expected_for_scale", "evaluate_check",
-           "evaluate_claim", "format_check", "verdict_label"]
+           "evaluate_claim", "claim_experiments", "format_check", "verdict_label"]
 
 REPRODUCED = "reproduced"
 REPRODUCED_REDUCED = "reproduced_reduced"
@@ -70,6 +70,7 @@ class Verdict:
     control: Outcome | None = None
     control_name: str | None = None
     detail: str = ""
+    not_run: bool = False  # not evaluated because its experiment was not run at this scale (claims' not_run)
 
     @property
     def matches_expected(self) -> bool:
@@ -245,6 +246,15 @@ def _failed_precondition(claim: dict, results_dir: Path) -> str | None:
     return None
 
 
+def _not_run(claim: dict, not_run: dict, scale: str, base: dict) -> Verdict | None:
+    """``not evaluated`` when a metric is missing because its experiment is listed in ``not_run``."""
+    skipped = sorted(claim_experiments(claim) & set(not_run))
+    if not skipped:
+        return None
+    why = "; ".join(f"{name}: {not_run[name]}" for name in skipped)
+    return Verdict(verdict=NOT_EVALUATED, not_run=True, detail=f"not run at {scale} scale ({why})", **base)
+
+
 def _decide(claim: dict, out: Outcome, scale: str, reduced: dict) -> tuple[str, str]:
     """Verdict and detail from the main outcome (before the control is considered)."""
     few = out.n is not None and out.n < MIN_SAMPLES and scale != "smoke"
@@ -263,12 +273,23 @@ def _decide(claim: dict, out: Outcome, scale: str, reduced: dict) -> tuple[str, 
     return REPRODUCED, detail
 
 
-def evaluate_claim(claim: dict, results_dir: str | Path, scale: str, *, reduced: dict | None = None) -> Verdict:
+def claim_experiments(claim: dict) -> set[str]:
+    """The experiments whose metrics ``claim`` reads (its metric or samples, control, spread, preconditions)."""
+    refs = [claim.get(k) for k in ("metric", "samples", "spread")]
+    refs += [claim.get("control", {}).get(k) for k in ("metric", "samples")]
+    refs += [pre.get(k) for pre in claim.get("requires", ()) for k in ("metric", "samples")]
+    return {ref["file"].split("/", 1)[0] for ref in refs if ref}
+
+
+def evaluate_claim(claim: dict, results_dir: str | Path, scale: str, *, reduced: dict | None = None,
+                   not_run: dict | None = None) -> Verdict:
     """Decide one claim on the metrics under ``results_dir`` (``results/<scale>/<slug>``).
 
-    ``reduced`` is the claims file's top-level mapping of scales smaller than the paper's.
+    ``reduced`` is the claims file's top-level mapping of scales smaller than the paper's; ``not_run`` its
+    mapping ``{experiment: reason}`` of experiments deliberately not run at this scale (``not_run[scale]``): a
+    claim that reads the missing metrics of one of them is not evaluated, with the reason.
     """
-    results_dir, reduced = Path(results_dir), reduced or {}
+    results_dir, reduced, not_run = Path(results_dir), reduced or {}, not_run or {}
     check, expected = check_for_scale(claim, scale), expected_for_scale(claim, scale)
     interval = claim.get("interval", "t")
     base = dict(claim_id=claim["id"], kind=claim["kind"], expected=expected, check=check)
@@ -278,7 +299,7 @@ def evaluate_claim(claim: dict, results_dir: str | Path, scale: str, *, reduced:
         out = _outcome(claim, results_dir, check, interval)
         spread = _lookup(results_dir, claim["spread"]) if "spread" in claim else None
     except _Missing as exc:
-        return Verdict(verdict=MISSING, detail=str(exc), **base)
+        return _not_run(claim, not_run, scale, base) or Verdict(verdict=MISSING, detail=str(exc), **base)
     except TypeError as exc:
         return Verdict(verdict=MISSING, detail=str(exc), **base)
     control, control_name, control_problem = None, None, ""
@@ -286,7 +307,11 @@ def evaluate_claim(claim: dict, results_dir: str | Path, scale: str, *, reduced:
         control_name = claim["control"]["name"]
         try:
             control = _outcome(claim["control"], results_dir, check, interval)
-        except (_Missing, TypeError) as exc:
+        except _Missing as exc:
+            return _not_run(claim, not_run, scale, base) or Verdict(
+                verdict=MISSING, outcome=out, spread=spread, control_name=control_name,
+                detail=f"control {control_name!r}: {exc}", **base)
+        except TypeError as exc:
             return Verdict(verdict=MISSING, outcome=out, spread=spread, control_name=control_name,
                            detail=f"control {control_name!r}: {exc}", **base)
         if control is None:

@@ -230,7 +230,9 @@ def render_report(slug: str, scale: str) -> str:
     claims, reduced = doc["claims"], doc.get("reduced", {})
     readme = (paper_dir / "README.md").read_text(encoding="utf-8")
     block, meta = config[scale], config["paper"]
-    verdicts = [evaluate_claim(c, REPO_ROOT / "results" / scale / slug, scale, reduced=reduced) for c in claims]
+    not_run = doc.get("not_run", {}).get(scale, {})
+    verdicts = [evaluate_claim(c, REPO_ROOT / "results" / scale / slug, scale, reduced=reduced, not_run=not_run)
+                for c in claims]
     rows = official_rows(slug, claims, verdicts, doc.get("official_not_addressed", {}))
     problems = coverage_problems(slug, doc)
     official = {"total": len(rows), "addressed": sum(bool(r.ours) for r in rows),
@@ -250,6 +252,7 @@ def render_report(slug: str, scale: str) -> str:
              + (" (smoke scale: verdicts are not judged)" if not judged else ""), "",
              f"**{count_line(counts)}.**", "",
              f"Scale against the paper: {reduced.get(scale, 'equivalent to the paper where a claim is judged')}.",
+             *([""] + [f"Not run at this scale: `{name}` ({why})." for name, why in not_run.items()] if not_run else []),
              "", "## Fidelity", "", readme_section(readme, "Fidelity") or "(the paper README has no Fidelity section)",
              "", "## Official claims", "", *_official_section(rows, problems),
              "## Claims of the paper", "", _DECIDED, "",
@@ -283,7 +286,8 @@ def render_report(slug: str, scale: str) -> str:
              "expected": {v.claim_id: v.expected for v in verdicts}, "official": official,
              "official_problems": problems,
              "samples_n": {v.claim_id: v.outcome.n for v in verdicts if v.outcome is not None and v.outcome.n},
-             "few_samples_reason": sorted(c["id"] for c in claims if "few_samples" in c), **prov}
+             "few_samples_reason": sorted(c["id"] for c in claims if "few_samples" in c),
+             "not_run_claims": sorted(v.claim_id for v in verdicts if v.not_run), **prov}
     lines += ["", AUDIT_MARK + json.dumps(audit, sort_keys=True) + " -->", ""]
     return "\n".join(lines)
 

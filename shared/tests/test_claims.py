@@ -170,6 +170,21 @@ def test_null_missing_and_skipped(tmp_path):
     assert evaluate_claim(_claim(samples=SAMPLES), tmp_path, "quick").verdict == MISSING
 
 
+def test_an_experiment_not_run_gives_not_evaluated_with_its_reason_and_nothing_else(tmp_path):
+    not_run = {"e": "projected 7 CPU-hours"}
+    v = evaluate_claim(_claim(metric=SAMPLES), tmp_path, "full", not_run=not_run)
+    assert v.verdict == NOT_EVALUATED and v.not_run and "projected 7 CPU-hours" in v.detail
+    other = {"file": "f/metrics.json", "key": "x"}  # another experiment's metric missing: still an error
+    assert evaluate_claim(_claim(metric=other), tmp_path, "full", not_run=not_run).verdict == MISSING
+    ctl = evaluate_claim(_claim(metric=SAMPLES, control={"name": "off", "metric": {"file": "e/metrics.json",
+                                                                                    "key": "ctl"}}),
+                         tmp_path, "full", not_run=not_run)
+    assert ctl.verdict == NOT_EVALUATED and ctl.not_run
+    _write(tmp_path, {"x": -1.0})  # once it has run, it is judged as usual
+    judged = evaluate_claim(_claim(metric=SAMPLES), tmp_path, "full", not_run=not_run)
+    assert judged.verdict == REPRODUCED and not judged.not_run
+
+
 def test_checks_pass_or_fail_and_never_reproduce(tmp_path):
     _write(tmp_path, {"x": -1.0})
     assert evaluate_claim(_claim(kind="check", metric=SAMPLES, expected="passes"), tmp_path, "quick").verdict == PASSES
