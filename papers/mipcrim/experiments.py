@@ -272,7 +272,7 @@ def run_gset(params: dict, ctx: RunContext):
     t4 = table4()
     rows, g_metrics, timings = [], {}, {}
     n_ge_sa, within, excess, excess_ctl, vs_sa, vs_sa_ctl = 0, [], [], [], [], []
-    for name in params["graphs"]:
+    for name in ctx.progress(params["graphs"], total=len(params["graphs"]), what="G-set graphs"):
         n, edges, bk = _graph(name, params, ctx)
         J = maxcut_coupling(n, edges)
         hp = _gset_params(name, params)
@@ -414,7 +414,7 @@ def run_npp(params: dict, ctx: RunContext):
     rows, best, kk, lpt, ratios, ratios_lpt, per_run, per_run_ctl, best_ctl = ([] for _ in range(9))
     floor = 1e-18
     chosen, timings = {}, {}
-    for inst in params["instances"]:
+    for inst in ctx.progress(params["instances"], total=len(params["instances"]), what="NPP instances"):
         a = np.random.default_rng(int(inst)).random(n)
         op = npp_operator(a)
         tr = mip_crim_batch(op, tau=np.repeat(taus, len(tune_seeds)), seeds=tune_seeds * len(taus), epochs=epochs,

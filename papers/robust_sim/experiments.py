@@ -149,30 +149,30 @@ def _contaminated_grid(params, ctx, eps_values, rows: _Rows, label: str) -> dict
     n, d, sigma = int(params["n"]), int(params["d"]), float(params["sigma"])
     metrics = {}
     clean_cache = {}  # eps = 0: the data do not depend on the adversary, and robust == non-robust
-    for adv in params["adversaries"]:
-        for link in params["links"]:
-            for eps in eps_values:
-                per_seed = []
-                for s in range(int(params["seeds"])):
-                    if eps == 0 and (link, s) in clean_cache:
-                        res = clean_cache[(link, s)]
-                    else:
-                        D = make_sim_data(n, d, link=link, sigma=sigma, eps=eps,
-                                          adversary=adv if eps > 0 else "none", noise_df=_noise_df(params),
-                                          seed=data_seed(ctx.seed, s))
-                        methods = params["methods"]
-                        methods = list(methods.get(adv, methods["default"]) if isinstance(methods, dict) else methods)
-                        res = _fit_methods(methods, D, link, eps, params, ctx,
-                                           (adv, link, key(eps), str(s)))
-                        if eps == 0:
-                            clean_cache[(link, s)] = res
-                    per_seed.append(res)
-                    for m, vals in res.items():
-                        for metric, v in vals.items():
-                            rows.add(m, s, 0 if metric.startswith("init") else int(params["n_iter"]), metric, v,
-                                     adversary=adv, link=link, eps=eps, sigma=sigma, n=n, d=d)
-                ctx.log(f"{label}: {adv} {link} eps={eps} done")
-                metrics.setdefault(adv, {}).setdefault(link, {})[f"eps_{key(eps)}"] = _summarise(per_seed)
+    settings = [(adv, link) for adv in params["adversaries"] for link in params["links"]]
+    for adv, link in ctx.progress(settings, total=len(settings), what=f"{label}: adversary x link"):
+        for eps in eps_values:
+            per_seed = []
+            for s in range(int(params["seeds"])):
+                if eps == 0 and (link, s) in clean_cache:
+                    res = clean_cache[(link, s)]
+                else:
+                    D = make_sim_data(n, d, link=link, sigma=sigma, eps=eps,
+                                      adversary=adv if eps > 0 else "none", noise_df=_noise_df(params),
+                                      seed=data_seed(ctx.seed, s))
+                    methods = params["methods"]
+                    methods = list(methods.get(adv, methods["default"]) if isinstance(methods, dict) else methods)
+                    res = _fit_methods(methods, D, link, eps, params, ctx,
+                                       (adv, link, key(eps), str(s)))
+                    if eps == 0:
+                        clean_cache[(link, s)] = res
+                per_seed.append(res)
+                for m, vals in res.items():
+                    for metric, v in vals.items():
+                        rows.add(m, s, 0 if metric.startswith("init") else int(params["n_iter"]), metric, v,
+                                 adversary=adv, link=link, eps=eps, sigma=sigma, n=n, d=d)
+            ctx.log(f"{label}: {adv} {link} eps={eps} done")
+            metrics.setdefault(adv, {}).setdefault(link, {})[f"eps_{key(eps)}"] = _summarise(per_seed)
     return metrics
 
 
