@@ -130,11 +130,11 @@ def deterministic(params: dict, ctx: RunContext):
 # ------------------------------------------------------------------------------------------------- budget
 def _iterations_for_budget(method: str, budget: int) -> int:
     """Iterations that use exactly ``budget`` oracle calls: B-1 for one-call methods (plus the initial
-    call), B/2 for two-call methods."""
+    call: GOMA, OG, anchored Popov, E-Halpern), B/2 for two-call methods (EG, EAG-C, FEG, RAIN, Nesterov-type EG)."""
     base = M.VARIANTS[method][0] if method in M.VARIANTS else method
     if base == "goma":
         base = "og"
-    return budget - 1 if base in ("anchored_popov", "og") else budget // 2
+    return budget - 1 if base in ("anchored_popov", "og", "e_halpern") else budget // 2
 
 
 def budget(params: dict, ctx: RunContext):

@@ -14,7 +14,10 @@ GOMA-D [reconstructed; spec "Method"], with g_{-1} = F(z_0) (one initial oracle 
     z_{k+1} = base_k - eta g_k,             eta <= gamma (two time scales)
 
 Baselines (spec "Baselines"): EG (Korpelevich 1976), OG / Popov / past-EG (Popov 1980), EAG-C (Yoon & Ryu,
-ICML 2021), FEG (Lee & Kim, NeurIPS 2021), anchored Popov, and the stochastic SGDA, SEG, SOG, DSEG
+ICML 2021), FEG (Lee & Kim, NeurIPS 2021), anchored Popov, and the three further baselines the paper names:
+E-Halpern (Cai, Song, Guzman & Diakonikolas, NeurIPS 2022, with the exact operator), RAIN (Chen & Luo 2022,
+the monotone method that RAIN++ extends; RAIN++ itself is not implemented) and a Nesterov-type accelerated
+extragradient (the momentum form of anchored EG, Tran-Dinh 2022); and the stochastic SGDA, SEG, SOG, DSEG
 (Hsieh et al., NeurIPS 2020) and the S-AGD ablation. Each is coded plainly and separately from GOMA, so that
 the identities "GOMA with these flags is that baseline" compare two independent implementations.
 """
@@ -33,9 +36,10 @@ __all__ = [
     "DeterministicTrace", "StochasticTrace", "resolve_steps", "iterates", "goma_momentum_iterates",
     "run_deterministic", "run_stochastic", "VARIANTS", "variant_kwargs", "run_variant", "theorem4_iterates",
     "run_theorem4", "theorem4_bound", "THM1_STEP", "THM1_STEP_BOUND", "THM2_GAMMA", "THM2_ETA", "THM2_GAMMA_BOUND",
+    "e_halpern_steps", "rain_schedule", "E_HALPERN_M", "RAIN_LAMBDA0",
 ]
 
-DETERMINISTIC_METHODS = ("goma", "anchored_popov", "og", "eg", "eag_c", "feg")
+DETERMINISTIC_METHODS = ("goma", "anchored_popov", "og", "eg", "eag_c", "feg", "e_halpern", "rain", "nesterov_eg")
 STOCHASTIC_METHODS = ("s_goma", "s_agd", "sgda", "seg", "sog", "dseg")
 ANCHORS = ("k+2", "k+1", "2/(k+6)", "none")
 EXTRAPOLATE_WITH = ("past", "current")
@@ -49,6 +53,9 @@ _DEFAULT_STEPS = {
     "eg": {"step": 0.5},
     "eag_c": {"step": 1.0 / 8.0},
     "feg": {"step": 1.0},
+    "e_halpern": {"step": 1.0 / 6.0},   # eta_1 = 1/(2 sqrt(M)) with M = 9 L^2 (our choice; M eta_1^2 < 1 is needed)
+    "rain": {"step": 0.5},              # inner EG step 0.5/(L + mu_s) (our choice inside EG's range 1/(L + mu_s))
+    "nesterov_eg": {"step": 0.25},      # alpha = 0.25/L (our choice; see _nesterov_eg_iterates)
 }
 _FLAG_DEFAULTS = {"anchor": "k+2", "damp_extrapolation": False, "extrapolate_with": "past"}
 
@@ -178,6 +185,118 @@ def _feg_iterates(F, z0, n_iter, step):
         yield z
 
 
+E_HALPERN_M = 9.0  # M = 9 L^2 in E-Halpern's step recursion (Cai et al. 2022)
+
+
+def e_halpern_steps(eta1: float, L: float, n: int) -> list:
+    """E-Halpern's step sequence eta_1, ..., eta_n (Cai et al. 2022), with M = 9 L^2 and k = 1, 2, ...:
+
+        eta_{k+1} = eta_k (1 - 1/(k+1)^2 - M eta_k^2) (k+1)^2 / ((1 - M eta_k^2) k (k+2)).
+
+    It decreases and stays positive when M eta_1^2 < 1 (raises ValueError otherwise)."""
+    M_ = E_HALPERN_M * float(L) ** 2
+    if not M_ * eta1 * eta1 < 1.0:
+        raise ValueError(f"E-Halpern needs 9 L^2 eta_1^2 < 1, got eta_1 = {eta1} with L = {L}")
+    etas = [float(eta1)]
+    for k in range(1, n):
+        e = etas[-1]
+        etas.append(e * (1.0 - 1.0 / (k + 1) ** 2 - M_ * e * e) * (k + 1) ** 2 / ((1.0 - M_ * e * e) * k * (k + 2)))
+    return etas
+
+
+def _e_halpern_iterates(F, z0, n_iter, step, L=1.0):
+    """E-Halpern, the extrapolated (past-gradient) Halpern iteration of Cai, Song, Guzman & Diakonikolas
+    ("Stochastic Halpern iteration with variance reduction for stochastic monotone inclusions", NeurIPS 2022)
+    for Lipschitz monotone F, here with the exact operator in place of its variance-reduced estimator.
+    With lambda_k = 1/(k+1), u_1 = v_0 = z_0 and k = 1, 2, ... (our iterate z_j is u_{j+1}):
+
+        v_k     = lambda_k u_0 + (1 - lambda_k) u_k - eta_k F(v_{k-1})
+        u_{k+1} = lambda_k u_0 + (1 - lambda_k) u_k - eta_k F(v_k)
+
+    with eta_k from :func:`e_halpern_steps` (eta_1 = ``step``). One oracle call per iteration plus F(v_0).
+    """
+    etas = e_halpern_steps(float(step), L, max(n_iter, 1))
+    g = F(z0)  # F(v_0), v_0 = z_0
+    z = z0
+    yield z
+    for j in range(n_iter):
+        lam, eta = 1.0 / (j + 2), etas[j]
+        base = z if j == 0 else lam * z0 + (1.0 - lam) * z
+        g = F(base - eta * g)
+        z = base - eta * g
+        yield z
+
+
+RAIN_LAMBDA0 = 2.0  # lambda_0 = 2 L / n_iter (see rain_schedule)
+
+
+def rain_schedule(n_iter: int, L: float, step: float = 0.5) -> list:
+    """Stages (lambda_s, mu_s, inner step a_s, inner iterations N_s) of the deterministic RAIN of
+    :func:`_rain_iterates` for a horizon of ``n_iter`` EG iterations.
+
+    lambda_0 = 2 L / n_iter, lambda_s = 2^s lambda_0, mu_s = lambda_0 (2^{s+1} - 1) (the strong monotonicity
+    of stage s), S = max(1, ceil(log2(L / lambda_0))) stages, a_s = step / (L + mu_s), and N_s proportional to
+    the stage's condition number (L + mu_s) / mu_s, summing to n_iter (the last stage takes the remainder).
+    The horizon and this allocation are ours (RAIN sets them from the target accuracy); the factor 2 in lambda_0
+    was picked from {1, 2, 4, 8, 16, 32} (with step factors 0.5 and 1) as the best overall on P1-P3 and the 5x5
+    game at horizons 2e3 and 1e4, so that the baseline is not handicapped by our schedule."""
+    n_iter, L = int(n_iter), float(L)
+    if n_iter < 1:
+        return []
+    lam0 = RAIN_LAMBDA0 * L / n_iter
+    S = max(1, math.ceil(math.log2(L / lam0))) if L > lam0 else 1
+    mus = [lam0 * (2.0 ** (s + 1) - 1.0) for s in range(S)]
+    weights = [(L + mu) / mu for mu in mus]
+    counts = [int(n_iter * w / sum(weights)) for w in weights]
+    counts[-1] = n_iter - sum(counts[:-1])
+    return [(lam0 * 2.0 ** s, mu, step / (L + mu), n) for s, (mu, n) in enumerate(zip(mus, counts))]
+
+
+def _rain_iterates(F, z0, n_iter, step, L=1.0):
+    """RAIN, Recursive Anchored IteratioN (Chen & Luo, "Near-optimal algorithms for making the gradient small
+    in stochastic minimax optimization", 2022), monotone case, with deterministic EG as the stage solver in
+    place of Epoch-SEG. Stage s (anchors z^(0) = z_0, ..., z^(s), the stage starts) solves the strongly
+    monotone problem
+
+        F_s(z) = F(z) + sum_{j<=s} lambda_j (z - z^(j)) = F(z) + mu_s (z - c_s),
+        c_s = sum_{j<=s} lambda_j z^(j) / mu_s,   lambda_j = 2^j lambda_0,
+
+    by N_s EG iterations zh = z - a_s F_s(z), z+ = z - a_s F_s(zh) from z^(s); its last iterate is z^(s+1).
+    Schedule: :func:`rain_schedule` (tied to the horizon ``n_iter``, so the trajectory is not anytime).
+    Two oracle calls per iteration. RAIN++ (the same recursion on a saddle envelope with multilevel Monte
+    Carlo, for comonotone problems) is not implemented."""
+    z = z0
+    yield z
+    weighted = None
+    for lam, mu, a, n in rain_schedule(n_iter, L, float(step)):
+        weighted = lam * z if weighted is None else weighted + lam * z
+        c = (1.0 / mu) * weighted
+        for _ in range(n):
+            zh = z - a * (F(z) + mu * (z - c))
+            z = z - a * (F(zh) + mu * (zh - c))
+            yield z
+
+
+def _nesterov_eg_iterates(F, z0, n_iter, step):
+    """Nesterov-type accelerated extragradient: anchored EG (beta_k = 1/(k+2)) in momentum form, never using
+    z_0 after the first step (the Halpern/Nesterov correspondence of Tran-Dinh, "The connection between
+    Nesterov's accelerated methods and Halpern fixed-point iterations", 2022; Tran-Dinh & Luo 2021):
+
+        m_0 = z_0;  m_k = z_k + k/(k+2) (z_k - z_{k-1}) + (k+1)/(k+2) alpha F(zh_{k-1})   (k >= 1)
+        zh_k = m_k - alpha F(z_k);   z_{k+1} = m_k - alpha F(zh_k).
+
+    Two oracle calls per iteration. Algebraically m_k = z_k + (z_0 - z_k)/(k+2), so with alpha = 1/(8L) it
+    is EAG-C; we run it with alpha = 0.25/L (our choice; EAG-C's proof covers alpha <= 1/(8L))."""
+    alpha = float(step)
+    z_prev, z, gh = None, z0, None
+    yield z
+    for k in range(n_iter):
+        m = z if k == 0 else z + (k / (k + 2)) * (z - z_prev) + ((k + 1) / (k + 2) * alpha) * gh
+        gh = F(m - alpha * F(z))
+        z_prev, z = z, m - alpha * gh
+        yield z
+
+
 def _gda_iterates(F, z0, n_iter, step, anchor="none"):
     """(Anchored) gradient descent-ascent: z_{k+1} = z_k + beta_k (z_0 - z_k) - eta_k F(z_k).
     SGDA with anchor "none"; the S-AGD ablation with anchor "k+2"."""
@@ -213,7 +332,8 @@ def resolve_steps(method: str, L: float, *, gamma=None, eta=None, step=None, anc
     """Validate the arguments of a deterministic method and return its resolved parameters.
 
     Steps left as None take the defaults (in units of 1/L): GOMA gamma = 0.5/L, eta = 0.4/L; anchored Popov,
-    OG and EG 0.5/L; EAG-C 1/(8L); FEG 1/L. ``gamma``/``eta`` and the three flags apply to "goma" only;
+    OG and EG 0.5/L; EAG-C 1/(8L); FEG 1/L; E-Halpern eta_1 = 1/(6L) (must be < 1/(3L)); Nesterov-type EG
+    0.25/L; RAIN the factor 0.5 of its stage steps 0.5/(L + mu_s) (at most 1). ``gamma``/``eta`` and the three flags apply to "goma" only;
     ``step`` to the other methods. Raises ValueError naming the offending argument.
     """
     if method not in DETERMINISTIC_METHODS:
@@ -228,7 +348,16 @@ def resolve_steps(method: str, L: float, *, gamma=None, eta=None, step=None, anc
         for name, value in (("gamma", gamma), ("eta", eta)):
             if value is not None:
                 raise ValueError(f"{name} applies to method='goma' only; use step= for method={method!r}")
+        if method == "rain":  # RAIN's step is the factor c of the stage steps c/(L + mu_s)
+            c = _DEFAULT_STEPS["rain"]["step"] if step is None else _check_positive(step, "step")
+            if c > 1.0:
+                raise ValueError(f"step must be <= 1 for method='rain' (stage steps step/(L + mu_s)), got {c}")
+            return {"step": c, "L": L}
         a = _DEFAULT_STEPS[method]["step"] / L if step is None else _check_positive(step, "step")
+        if method == "e_halpern":
+            if not E_HALPERN_M * (a * L) ** 2 < 1.0:
+                raise ValueError(f"step (eta_1) must be < 1/(3L) for method='e_halpern', got {a} with L = {L}")
+            return {"step": a, "L": L}
         return {"step": a}
     if step is not None:
         raise ValueError("step does not apply to method='goma'; use gamma= and eta=")
@@ -253,8 +382,11 @@ def iterates(method: str, F, z0, n_iter: int, params: dict):
     if method == "goma":
         return _goma_iterates(F, z0, n_iter, params["gamma"], params["eta"], params["anchor"],
                               params["damp_extrapolation"], params["extrapolate_with"])
+    if method in ("e_halpern", "rain"):
+        builder = _e_halpern_iterates if method == "e_halpern" else _rain_iterates
+        return builder(F, z0, n_iter, params["step"], params["L"])
     builder = {"anchored_popov": _anchored_popov_iterates, "og": _og_iterates, "eg": _eg_iterates,
-               "eag_c": _eag_c_iterates, "feg": _feg_iterates}[method]
+               "eag_c": _eag_c_iterates, "feg": _feg_iterates, "nesterov_eg": _nesterov_eg_iterates}[method]
     return builder(F, z0, n_iter, params["step"])
 
 
@@ -316,7 +448,7 @@ def run_deterministic(method: str, problem, n_iter: int, *, gamma=None, eta=None
 
     Methods: "goma" (GOMA-D and its family, see the module docstring; flags ``anchor`` in {"k+2", "k+1",
     "none"}, ``damp_extrapolation``, ``extrapolate_with`` in {"past", "current"}), "anchored_popov", "og",
-    "eg", "eag_c", "feg". Oracle calls are counted by a :class:`shared.oracles.CallCounter` around the operator
+    "eg", "eag_c", "feg", "e_halpern", "rain", "nesterov_eg". Oracle calls are counted by a :class:`shared.oracles.CallCounter` around the operator
     the method sees; monitoring uses the bare operator and is not counted. A run that diverges (h_k not
     finite or > 1e20 h_0) stops, sets ``diverged_at = k`` and fills h from k on with inf.
     """

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from shared.plotting import main, method_colors, new_figure, save_figure
+from shared.plotting import main, method_colors, new_figure, plot_band, save_figure
 from shared.results import atomic_write_text, read_arrays, read_metrics
 
 from papers.goma.methods import STOCHASTIC_METHODS
@@ -18,14 +18,17 @@ from papers.goma.methods import STOCHASTIC_METHODS
 __all__ = ["make_figures", "LABELS"]
 
 DETERMINISTIC_ORDER = ("goma_t1", "goma_t2", "goma_t1_noanchor", "goma_t2_noanchor", "goma_recon", "anchored_popov",
-                       "og", "eg", "eag_c", "feg")
+                       "og", "eg", "eag_c", "feg", "e_halpern", "rain", "nesterov_eg")
 LABELS = {"goma_t1": "GOMA (Thm 1)", "goma_t2": "GOMA (Thm 2)", "goma_t1_noanchor": "Thm 1 steps, no anchor",
           "goma_t2_noanchor": "Thm 2 steps, no anchor", "goma_t1_bigstep": "Thm 1 anchor, step 1/L",
           "goma_recon": "GOMA (spec reconstruction)", "goma": "GOMA", "anchored_popov": "Anchored Popov", "og": "OG",
-          "eg": "EG", "eag_c": "EAG-C", "feg": "FEG", "s_goma": "S-GOMA", "s_agd": "S-AGD", "sgda": "SGDA",
+          "eg": "EG", "eag_c": "EAG-C", "feg": "FEG",
+          "e_halpern": "E-Halpern", "rain": "RAIN (for RAIN++)", "nesterov_eg": "Nesterov-type EG", "s_goma": "S-GOMA", "s_agd": "S-AGD", "sgda": "SGDA",
           "seg": "SEG", "sog": "SOG", "dseg": "DSEG"}
 COLORS = method_colors(list(DETERMINISTIC_ORDER) + ["goma_t1_bigstep"] + list(STOCHASTIC_METHODS))
-STYLES = {"og": "--", "s_agd": "--", "goma_t1_noanchor": ":", "goma_t2_noanchor": ":"}
+COLORS["nesterov_eg"] = "#8c564b"  # the palette wraps around at this many methods; keep it apart from GOMA's
+STYLES = {"og": "--", "s_agd": "--", "goma_t1_noanchor": ":", "goma_t2_noanchor": ":", "e_halpern": "-.",
+          "rain": "-.", "nesterov_eg": "-."}
 DETERMINISTIC_METHODS = DETERMINISTIC_ORDER
 
 
@@ -48,15 +51,15 @@ def _p1_figures(results: Path, out: Path) -> None:
             h = traces[key]
             x = np.arange(h.size) if x_axis == "iter" else traces[f"p1__{method}__calls"]
             keep = (x >= 1) & np.isfinite(h) & (h > 0)
-            ax.loglog(x[keep], h[keep], color=COLORS[method], linestyle=STYLES.get(method, "-"),
-                      label=LABELS[method])
+            plot_band(ax, x[keep], h[keep], label=LABELS[method], color=COLORS[method], log=True,
+                      linestyle=STYLES.get(method, "-"))
             h0 = h[0]
         k = np.logspace(0, math.log10(max(2, h.size - 1)), 50)
         _reference_lines(ax, k, h0)
         ax.set_xlabel("iteration k" if x_axis == "iter" else "oracle calls")
         ax.set_ylabel(r"$\|F(z_k)\|^2$")
         ax.set_title("P1 log-spectrum bilinear: last iterate")
-        ax.legend(fontsize=7, ncol=2)
+        ax.legend(fontsize=6, ncol=2)
         save_figure(fig, out / name)
 
 

@@ -262,36 +262,52 @@ def _numeric_slsqp(pi, q, delta, w, c):
 CVXPY_TOL = 1e-12  # gap/feasibility tolerances of the cross-check (the defaults, about 1e-8, fix p to only ~1e-4)
 
 
+def _cvxpy_trust_region_problem(pi, q, delta, w, c, nonneg: bool):
+    import cvxpy as cp
+
+    n, a = pi.shape
+    scale = float(w.max()) if w.max() > 0 else 1.0
+    p = cp.Variable((n, a), nonneg=nonneg)
+    objective = cp.Maximize(cp.sum(cp.multiply(p, w[:, None] * q / scale)))
+    # the budget sum_n c_n chi2(p_n || pi_n) <= delta as ONE second-order cone ||D (p - pi)||_2 <= 1,
+    # D = sqrt(c / (pi delta)); cp.square would split it into one small cone per entry (less accurate)
+    root = np.sqrt(c[:, None] / pi / delta)
+    budget = cp.norm(cp.vec(cp.multiply(root, p - pi), order="C"), 2) <= 1.0
+    return cp.Problem(objective, [budget, cp.sum(p, axis=1) == 1.0]), p
+
+
 def chi2_trust_region_cvxpy(pi, q, delta, w, c, *, tol: float | None = CVXPY_TOL):
     """The weighted trust region through cvxpy and ``shared.solvers.solve``.
 
     Inputs as validated by :func:`chi2_trust_region` (2-D pi, q; weight vectors). ``tol`` sets the gap and
-    feasibility tolerances of Clarabel (and ``eps`` of SCS); None keeps the solvers' defaults. At 1e-12 the
-    interior-point method usually stops at its numerical floor with status "optimal_inaccurate"; that answer
-    is accepted (the caller compares it with the closed form). Returns ``(p, backend)``.
-    """
-    import cvxpy as cp
+    feasibility tolerances of Clarabel (and ``eps`` of SCS); None keeps the solvers' defaults; an
+    "optimal_inaccurate" answer at that floor is accepted (the caller compares it with the closed form).
 
-    n, a = pi.shape
+    The budget is one second-order cone. The problem is first solved without the constraint p >= 0 (the
+    relaxation: only the budget and the rows summing to 1); when its maximiser is non-negative (to 1e-12)
+    it is feasible for, hence the maximiser of, the constrained problem, and it is returned. Otherwise the
+    problem is solved again with p >= 0. The relaxation avoids the interior-point barrier of p >= 0, whose
+    bias on entries of pi near 0 fixed the maximiser to only about 1e-6. Returns ``(p, backend)``, the
+    backend suffixed "+nonneg" when the constrained solve was needed.
+    """
     if delta == 0.0:
         return pi.copy(), "none"
-    scale = float(w.max()) if w.max() > 0 else 1.0
-    p = cp.Variable((n, a), nonneg=True)
-    objective = cp.Maximize(cp.sum(cp.multiply(p, w[:, None] * q / scale)))
-    budget = cp.sum(cp.multiply(c[:, None] / pi / delta, cp.square(p - pi))) <= 1.0
-    problem = cp.Problem(objective, [budget, cp.sum(p, axis=1) == 1.0])
     from shared.solvers import solve  # MOSEK (licensed) -> CLARABEL -> SCS; SolverError if all fail
 
     options = {} if tol is None else {
         "CLARABEL": {"tol_gap_abs": tol, "tol_gap_rel": tol, "tol_feas": tol, "tol_ktratio": 1e-8, "max_iter": 500},
         "SCS": {"eps_abs": tol, "eps_rel": tol}}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # "accepting an inaccurate solution" (see above)
-        result = solve(problem, options_by_backend=options, accept_inaccurate=tol is not None)
-    if result.status not in ("optimal", "optimal_inaccurate"):
-        raise RuntimeError(f"solver {result.backend} returned status {result.status}")
-    backend = result.backend
-    return np.clip(np.asarray(p.value), 0.0, 1.0), backend
+    for nonneg in (False, True):
+        problem, p = _cvxpy_trust_region_problem(pi, q, delta, w, c, nonneg)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # "accepting an inaccurate solution" (see above)
+            result = solve(problem, options_by_backend=options, accept_inaccurate=tol is not None)
+        if result.status not in ("optimal", "optimal_inaccurate"):
+            raise RuntimeError(f"solver {result.backend} returned status {result.status}")
+        value = np.asarray(p.value)
+        if nonneg or value.min() >= -1e-12:
+            return np.clip(value, 0.0, 1.0), result.backend + ("+nonneg" if nonneg else "")
+    raise AssertionError("unreachable")
 
 
 def chi2_trust_region(pi, q, delta, *, obj_weights=None, budget_weights=None,

@@ -197,7 +197,7 @@ def run_trust_region(params: dict, ctx: RunContext):
         t_sc = influence_terms(pi, q)
         sc_point.append((t_sc["action_influence"], t_sc["value_after"], V))
     global_err, global_cf_err, global_cvx_err, global_half, unweighted = [], [], [], [], []
-    backends = set()
+    backends, cvx_backends = set(), []
     for i, m in enumerate(_mdps(ctx.seed, params["n_mdps"], params)):
         pi, Q, d, d_plus, delta = _global_problem(m)
         pi_plus = success_condition(pi, Q, on_zero_value="keep")
@@ -210,6 +210,7 @@ def run_trust_region(params: dict, ctx: RunContext):
         if params.get("cvxpy", False):
             p_cvx, backend = chi2_trust_region_cvxpy(pi, Q, delta, d, d_plus)
             backends.add(backend)
+            cvx_backends.append(backend)
             global_cvx_err.append(np.abs(p_cvx - pi_plus).max())
         p_tr, _, _ = bl.matched_occupancy_tr(pi, Q, d, d_plus, delta)
         unweighted.append(np.abs(p_tr - pi_plus).max())
@@ -234,6 +235,7 @@ def run_trust_region(params: dict, ctx: RunContext):
         metrics["global_cvxpy_max_err"] = max(global_cvx_err)
         metrics["global_cvxpy_median_err"] = float(np.median(global_cvx_err))
         metrics["global_cvxpy_n_above_1e-6"] = int(np.sum(np.array(global_cvx_err) > 1e-6))
+        metrics["global_cvxpy_n_relaxed"] = int(sum(not b.endswith("+nonneg") for b in cvx_backends))
     return rows, metrics
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from shared.claims.check import evaluate_claim, format_check, load_claims_file
-from shared.plotting import main, method_colors, new_figure, save_figure
+from shared.plotting import main, method_colors, new_figure, plot_band, save_figure
 from shared.results import read_arrays, read_metrics, write_markdown_table
 
 HERE = Path(__file__).resolve().parent
@@ -131,8 +131,8 @@ def _beta_bandit(results: Path, out: Path):
             runs = arr[key]
             mean = runs.mean(axis=0)
             half = stats.t.ppf(0.975, len(runs) - 1) * runs.std(axis=0, ddof=1) / np.sqrt(len(runs))
-            ax.plot(tau, mean, "-", color=color, label=f"{label} ({len(runs)} seeds)")
-            ax.fill_between(tau, mean - half, mean + half, color=color, alpha=0.3)
+            plot_band(ax, tau, mean, mean - half, mean + half, label=f"{label} ({len(runs)} seeds, 95% t band)",
+                      color=color)
         ax.set_xlabel("threshold tau (success = R >= tau)")
         ax.legend(fontsize=7)
     axes[0, 0].axhline(1.0, color="k", ls="--", lw=0.8, label="faithful")
@@ -157,8 +157,8 @@ def _gridworld(results: Path, out: Path):
             mean = runs.mean(axis=0)
             se = runs.std(axis=0, ddof=1) / np.sqrt(len(runs)) if len(runs) > 1 else np.zeros_like(mean)
             k = np.arange(runs.shape[1])
-            ax.errorbar(k, mean, yerr=se, fmt="o--", ms=3, capsize=2, color=COLORS[m],
-                        label=f"{LABELS[m]} ({len(runs)} seeds)")
+            plot_band(ax, k, mean, mean - se, mean + se, label=f"{LABELS[m]} ({len(runs)} seeds, +- 1 s.e.)",
+                      color=COLORS[m], marker="o", ls="--", ms=3)
         ax.set_xlabel("round k")
         ax.set_ylabel("J_k = P(reach goal)")
         ax.set_title(f"gridworld N = {path.stem.rsplit('N', 1)[1]}", fontsize=9)

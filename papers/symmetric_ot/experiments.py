@@ -500,6 +500,7 @@ def run_sgrot(params: dict, ctx: RunContext):
 
     rows, per, timing = [], {}, {}
     reg, repeats = float(params["reg"]), int(params["repeats"])
+    dec = int(params["decimals"])  # key precision of the reductions: SG-ROT rounds costs to 6 decimals
     lp_err, eot_diff, cells_ok, block_formula_err, random_formula_err, random_formula_eot = [], [], [], [], [], []
     detect_ok = []
     for i, (group, order, orbits, ordering) in enumerate(_sgrot_configs(params)):
@@ -509,15 +510,15 @@ def run_sgrot(params: dict, ctx: RunContext):
         P_lot = ot.emd(a, b, C, numItermax=10 ** 7)
         lot = float(np.sum(P_lot * C))
         P_erot = _erot(a, b, C, reg, params)
-        sg = reduced_emd(a, b, C)
+        sg = reduced_emd(a, b, C, decimals=dec)
         sg_eot = reduced_sinkhorn(a, b, C, reg, num_iter=params["sinkhorn_iter"], stop_thr=params["stop_thr"],
-                                  partition=sg.partition)
+                                  partition=sg.partition, decimals=dec)
         versions = {"SG": (sg, sg_eot)}
         cyc = _labels_partition(*info["cyclic"])
         if ordering == "block":
-            versions["C"] = (reduced_emd(a, b, C, partition=cyc),
+            versions["C"] = (reduced_emd(a, b, C, partition=cyc, decimals=dec),
                              reduced_sinkhorn(a, b, C, reg, num_iter=params["sinkhorn_iter"],
-                                              stop_thr=params["stop_thr"], partition=cyc))
+                                              stop_thr=params["stop_thr"], partition=cyc, decimals=dec))
         entry = {"n": C.shape[0], "order": info["order"], "subgroup_order": s, "orbits": orbits,
                  "cells": f"{sg.partition.n_row_cells}x{sg.partition.n_col_cells}",
                  "sgrot_detected": "x".join(map(str, sorted_row_orbits(C))), "lot": lot}
@@ -549,14 +550,14 @@ def run_sgrot(params: dict, ctx: RunContext):
         with threadpool_limits(limits=1):
             t = {"LOT": _cpu_repeats(lambda: ot.emd(a, b, C, numItermax=10 ** 7), repeats),
                  "EROT": _cpu_repeats(lambda: _erot(a, b, C, reg, params), repeats),
-                 "SG_LOT": _cpu_repeats(lambda: reduced_emd(a, b, C), repeats),
+                 "SG_LOT": _cpu_repeats(lambda: reduced_emd(a, b, C, decimals=dec), repeats),
                  "SG_EROT": _cpu_repeats(lambda: reduced_sinkhorn(a, b, C, reg, num_iter=params["sinkhorn_iter"],
-                                                                  stop_thr=params["stop_thr"]), repeats)}
+                                                                  stop_thr=params["stop_thr"], decimals=dec), repeats)}
             if ordering == "block":
-                t["C_LOT"] = _cpu_repeats(lambda: reduced_emd(a, b, C, partition=cyc), repeats)
+                t["C_LOT"] = _cpu_repeats(lambda: reduced_emd(a, b, C, partition=cyc, decimals=dec), repeats)
                 t["C_EROT"] = _cpu_repeats(lambda: reduced_sinkhorn(
-                    a, b, C, reg, num_iter=params["sinkhorn_iter"], stop_thr=params["stop_thr"], partition=cyc),
-                    repeats)
+                    a, b, C, reg, num_iter=params["sinkhorn_iter"], stop_thr=params["stop_thr"], partition=cyc,
+                    decimals=dec), repeats)
         timing[name] = {"cpu_s": t, **{f"ratio_{v}": [x / y for x, y in zip(t[v.split("_")[1]], t[v])]
                                        for v in t if "_" in v}}
         per[name] = entry
@@ -564,7 +565,7 @@ def run_sgrot(params: dict, ctx: RunContext):
                 f"EOT diff {entry['SG_eot_plan_rel_diff']:.1e}, block formula {entry['block_formula_lp_rel_err']:.1e}")
     # a cost without symmetry of the same size as the first configuration: no cell may merge
     a, b, C = random_problem(per[next(iter(per))]["n"], per[next(iter(per))]["n"], 0)
-    neg = equitable_partition(C, a, b)
+    neg = equitable_partition(C, a, b, decimals=dec)
     write_metrics({"sgrot": timing}, ctx.out_dir / "timing.json")
     metrics = {
         "instances": per, "n_configs": len(per),

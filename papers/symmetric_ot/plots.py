@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from shared.plotting import main, method_colors, new_figure, save_figure
+from shared.plotting import main, method_colors, new_figure, plot_band, save_figure
 from shared.results import atomic_write_text, read_arrays, read_metrics, read_tidy, write_markdown_table
 
 METHODS = ["POT", "reduced", "refine", "aggregate", "solve", "lift"]
@@ -144,10 +144,9 @@ def _identity_figure(results: Path, out: Path) -> None:
     ax = axes[0, 0]
     for (method, inst), grp in df.groupby(["method", "instance"], sort=True):
         grp = grp.sort_values("step")
-        ax.plot(grp["step"], grp["value"], marker="o", label=f"{method} ({inst})",
-                color=COLORS["POT" if method == "sinkhorn" else "reduced"])
+        plot_band(ax, grp["step"], grp["value"], label=f"{method} ({inst})",
+                  color=COLORS["POT" if method == "sinkhorn" else "reduced"], log=True, marker="o")
     ax.axhline(1e-12, color="gray", ls="--", lw=1, label="claim threshold 1e-12")
-    ax.set_xscale("log"), ax.set_yscale("log")
     ax.set_xlabel("iterations k"), ax.set_ylabel("max |P_red - P_POT| / max P_POT")
     ax.set_title("reduced Sinkhorn vs POT, per iterate")
     ax.legend(fontsize=7)

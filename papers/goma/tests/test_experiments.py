@@ -24,7 +24,8 @@ def smoke_results(tmp_path_factory):
 def test_smoke_single_call_property(smoke_results):
     calls = read_metrics(smoke_results / "deterministic" / "metrics.json")["calls_per_iter"]
     assert calls == {"goma_t1": 1.0, "goma_t1_noanchor": 1.0, "goma_t2": 1.0, "goma_t2_noanchor": 1.0,
-                     "anchored_popov": 1.0, "og": 1.0, "eg": 2.0, "eag_c": 2.0, "feg": 2.0}
+                     "anchored_popov": 1.0, "og": 1.0, "eg": 2.0, "eag_c": 2.0, "feg": 2.0,
+                     "e_halpern": 1.0, "rain": 2.0, "nesterov_eg": 2.0}
 
 
 def test_smoke_theorem1_ratio_and_divergent_control(smoke_results):

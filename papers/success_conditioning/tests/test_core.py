@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from papers.success_conditioning import core
-from papers.success_conditioning.core import (chi2_divergence, chi2_trust_region, influence_terms,
-                                              success_condition, threshold_bandit)
+from papers.success_conditioning.core import (chi2_divergence, chi2_trust_region, chi2_trust_region_cvxpy,
+                                              influence_terms, success_condition, threshold_bandit)
 
 PI = np.array([0.25, 0.25, 0.5])
 Q = np.array([0.8, 0.4, 0.2])
@@ -100,7 +100,21 @@ def test_closed_form_validity_limit():
 def test_cvxpy_trust_region_agrees():
     pytest.importorskip("cvxpy")
     p = chi2_trust_region(PI, Q, 0.375, solver="cvxpy")
-    np.testing.assert_allclose(p, [0.5, 0.25, 0.25], atol=1e-4)
+    np.testing.assert_allclose(p, [0.5, 0.25, 0.25], atol=1e-9)
+
+
+def test_cvxpy_relaxation_falls_back_to_nonneg():
+    # pi = (1/2, 1/2), q = (1, 0): chi2(p || pi) = 4 (p_1 - 1/2)^2. With delta = 4 the relaxation without
+    # p >= 0 would return (1.5, -0.5); the constrained maximiser is the vertex (1, 0).
+    pytest.importorskip("cvxpy")
+    pi, q = np.array([[0.5, 0.5]]), np.array([[1.0, 0.0]])
+    p, backend = chi2_trust_region_cvxpy(pi, q, 4.0, np.ones(1), np.ones(1))
+    assert backend.endswith("+nonneg")
+    np.testing.assert_allclose(p, [[1.0, 0.0]], atol=1e-6)
+    # delta = 1/4: the maximiser (3/4, 1/4) is interior, so the relaxation answers
+    p, backend = chi2_trust_region_cvxpy(pi, q, 0.25, np.ones(1), np.ones(1))
+    assert not backend.endswith("+nonneg")
+    np.testing.assert_allclose(p, [[0.75, 0.25]], atol=1e-9)
 
 
 def test_weighted_closed_form_kappa():
