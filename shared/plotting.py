@@ -34,9 +34,13 @@ def use_style() -> None:
 
 
 def method_colors(methods: Iterable[str]) -> dict[str, str]:
-    """Colour per method, fixed by the order of ``methods`` (pass a paper's full method list every time)."""
-    methods = list(methods)
-    return {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(methods)}
+    """Colour per method, fixed by the order of ``methods`` (pass a paper's full method list every time): the
+    12 colours of ``PALETTE``, then matplotlib's 20 ``tab20`` colours, so that up to 32 methods get distinct
+    colours (more repeat them: tell them apart by line style)."""
+    from matplotlib.colors import to_hex
+
+    colours = PALETTE + tuple(to_hex(c) for c in plt.get_cmap("tab20").colors)
+    return {m: colours[i % len(colours)] for i, m in enumerate(list(methods))}
 
 
 def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 4.2, height: float = 3.2):

@@ -20,3 +20,13 @@ def test_figures_are_300_dpi_png_with_a_pdf_twin_and_reproducible(tmp_path):
     first = (png.read_bytes(), pdf.read_bytes())
     _draw(png)
     assert (png.read_bytes(), pdf.read_bytes()) == first
+
+
+def test_method_colors_are_distinct_for_up_to_32_methods_and_fixed_by_order():
+    from shared.plotting import PALETTE, method_colors
+
+    names = [f"m{i}" for i in range(32)]
+    colours = method_colors(names)
+    assert len(set(colours.values())) == 32
+    assert [colours[f"m{i}"] for i in range(12)] == list(PALETTE)
+    assert method_colors(names[:3]) == {k: colours[k] for k in names[:3]}
