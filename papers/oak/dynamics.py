@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["kernel_dynamics", "dynamics_multi_lr", "ORACLE_MULTIPLIERS"]
+__all__ = ["kernel_dynamics", "dynamics_multi_lr", "linearised_adam", "ORACLE_MULTIPLIERS"]
 
 #: the oracle scalar-lr grid c = 10^(k/4), k = -40..40 (81 multipliers)
 ORACLE_MULTIPLIERS = 10.0 ** (np.arange(-40, 41) / 4.0)
@@ -121,3 +121,57 @@ def kernel_dynamics(K_train, K_eval, f0_train, f0_eval, y_train, lr, steps, beta
         ck, tr, ev = dynamics_multi_lr(K_train, K_eval, f0_train, f0_eval, y_train, [lr], steps, beta1, batches,
                                        checkpoints)
     return {"steps": list(ck), "train": tr[..., 0], "eval": ev[..., 0]}
+
+
+def linearised_adam(J_train, J_eval, f0_train, f0_eval, y_train, lr, steps, betas=(0.9, 0.999), eps=1e-8,
+                    checkpoints=None) -> dict:
+    """OAK-E4: Adam on the tangent model f(theta) = f_0 + J (theta - theta_0), full batch, loss mean (f - y)^2 / 2.
+
+    The second moment is evolved from the model's own function-space residuals: g_t = J(X)^T r_t / n with
+    r_t = f_{t-1}(X) - y, v_t = b2 v_{t-1} + (1 - b2) g_t^2, P_t = 1 / (sqrt(v_t / (1 - b2^t)) + eps), so the
+    kernel J P_t J^T changes with t. It uses nothing of the fine-tuning run it predicts (only theta_0's Jacobian
+    and the labels). Returns ``{"steps", "train" (k, n), "eval" (k, m), "P_mean"}`` (P_mean: the average of P_t
+    over the ``steps`` steps).
+    """
+    J_train = np.asarray(J_train, dtype=np.float64)
+    J_eval = np.asarray(J_eval, dtype=np.float64)
+    if J_train.ndim != 2 or J_eval.ndim != 2 or J_train.shape[1] != J_eval.shape[1]:
+        raise ValueError(f"J_train (n, p) and J_eval (m, p) must be 2-D with the same p, got {J_train.shape} and "
+                         f"{J_eval.shape}")
+    n, p = J_train.shape
+    f0_train = np.asarray(f0_train, dtype=np.float64).reshape(-1)
+    f0_eval = np.asarray(f0_eval, dtype=np.float64).reshape(-1)
+    y_train = np.asarray(y_train, dtype=np.float64).reshape(-1)
+    if f0_train.size != n or y_train.size != n:
+        raise ValueError(f"f0_train and y_train must have length n = {n}, got {f0_train.size} and {y_train.size}")
+    if f0_eval.size != J_eval.shape[0]:
+        raise ValueError(f"f0_eval must have length m = {J_eval.shape[0]}, got {f0_eval.size}")
+    if isinstance(lr, bool) or not np.isfinite(lr) or lr <= 0:
+        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    if isinstance(steps, bool) or int(steps) != steps or steps < 1:
+        raise ValueError(f"steps must be an integer >= 1, got {steps!r}")
+    b1, b2 = betas
+    if not (0 <= b1 < 1 and 0 <= b2 < 1):
+        raise ValueError(f"betas must lie in [0, 1), got {betas!r}")
+    if not np.isfinite(eps) or eps <= 0:
+        raise ValueError(f"eps must be finite and > 0, got {eps!r}")
+    steps = int(steps)
+    checkpoints = list(range(1, steps + 1)) if checkpoints is None else [int(c) for c in checkpoints]
+    if any(c < 1 or c > steps for c in checkpoints):
+        raise ValueError(f"checkpoints must lie in [1, steps = {steps}], got {checkpoints}")
+    want = set(checkpoints)
+    d, m, v, P_sum = np.zeros(p), np.zeros(p), np.zeros(p), np.zeros(p)
+    f_tr = f0_train.copy()
+    saved_tr, saved_ev = {}, {}
+    for t in range(1, steps + 1):
+        g = J_train.T @ ((f_tr - y_train) / n)
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        P = 1.0 / (np.sqrt(v / (1 - b2 ** t)) + eps)
+        P_sum += P
+        d -= lr * P * m / (1 - b1 ** t)
+        f_tr = f0_train + J_train @ d
+        if t in want:
+            saved_tr[t], saved_ev[t] = f_tr.copy(), f0_eval + J_eval @ d
+    return {"steps": checkpoints, "train": np.stack([saved_tr[c] for c in checkpoints]),
+            "eval": np.stack([saved_ev[c] for c in checkpoints]), "P_mean": P_sum / steps}

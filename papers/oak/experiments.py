@@ -264,6 +264,192 @@ def digits(params: dict, ctx: RunContext):
     return rows, metrics
 
 
+# ------------------------------------------------------------------------------------------- bound
+def _ratio(a: float, b: float) -> float:
+    return float(min(a / b, CLIP)) if b > 0 else (0.0 if a == 0 else CLIP)
+
+
+class _PathDrift:
+    """``finetune`` step hook: the path v-drift lr sum_{s <= t} ||J (P_s - P) m_hat_s|| at the checkpoints, for fixed
+    estimates ``preconds`` (name -> P) and for "e1", the warm-up estimate P_T0 (the first T0 steps are buffered
+    until it is known)."""
+
+    def __init__(self, J_eval, preconds, lr, T0, checkpoints):
+        self.J, self.P, self.lr, self.T0 = J_eval, dict(preconds), float(lr), int(T0)
+        self.want = set(int(c) for c in checkpoints)
+        self.acc = {k: 0.0 for k in [*self.P, "e1"]}
+        self.path = {k: {} for k in self.acc}
+        self.buf = []
+
+    def _add(self, key, t, P_t, m_t):
+        self.acc[key] += self.lr * float(np.linalg.norm(self.J @ ((P_t - self.P[key]) * m_t)))
+        if t in self.want:
+            self.path[key][t] = self.acc[key]
+
+    def __call__(self, t, P_t, m_t):
+        for key in self.P:
+            if key != "e1":
+                self._add(key, t, P_t, m_t)
+        if t < self.T0:
+            self.buf.append((t, P_t, m_t))
+            return
+        if t == self.T0:
+            self.P["e1"] = P_t.copy()
+            for s, P_s, m_s in self.buf:
+                self._add("e1", s, P_s, m_s)
+            self.buf = []
+        self._add("e1", t, P_t, m_t)
+
+
+def bound(params: dict, ctx: RunContext):
+    """The thesis as a bound, and the non-peeking estimator OAK-E4, on the digits testbed (lr x T x task grid).
+
+    Per seed, task (rotation alpha) and lr, one Adam fine-tuning run; at every checkpoint T the test error of the
+    frozen-preconditioner kernels E1 (warm-up, peeks at T0 Adam steps) and E2 (theta_0) is split into the v-drift
+    term D_T, the linearisation remainder (exact, and its second-order estimate Delta^T H Delta / 2 from
+    forward-over-forward Hessian products) and the momentum mismatch (:mod:`papers.oak.bound`). OAK-E4 evolves v
+    from the tangent model's own residuals (:func:`papers.oak.dynamics.linearised_adam`); it is compared with the
+    eNTK with an oracle lr (which reads the run) and with the eNTK whose scalar lr is matched to E2's kernel at
+    theta_0 (equal information: theta_0 only).
+    """
+    import copy
+
+    torch = _torch()
+    from papers.oak.bound import error_terms, quadratic_form_rows
+    from papers.oak.dynamics import ORACLE_MULTIPLIERS, dynamics_multi_lr, linearised_adam
+    from papers.oak.kernels import kernel_from_precond, second_moment_estimate
+    from papers.oak.metrics import relerr_columns
+    from papers.oak.models import DigitsFineTune, pretrain_digits
+
+    ck = _check_common(params)
+    T_max, T0 = int(params["T_max"]), int(params["T0"])
+    bound_T = [int(t) for t in params["bound_T"]]
+    cmp_T = [int(t) for t in params["compare_T"]]
+    for t in bound_T + cmp_T:
+        if t not in ck:
+            raise ValueError(f"bound_T / compare_T entry {t} is not a checkpoint {ck}")
+    seeds = [int(s) for s in params["seeds"]]
+    lrs = [float(lr) for lr in params["lrs"]]
+    alphas = [float(a) for a in params["alphas"]]
+    x_pre, y_pre, x_pool, y_pool = D.digits_split(ctx.seed)
+    pre = pretrain_digits(x_pre, y_pre, tuple(params["hidden"]), seed=ctx.seed,
+                          epochs=int(params["pretrain_epochs"]))
+    n_tr, n_te = int(params["n_train"]), int(params["n_test"])
+    eps = 1e-8
+    rows, cells = [], {}
+    for seed in seeds:
+        idx = D.sample_words(len(y_pool), n_tr, n_te, ctx.generator("subset", str(seed)))
+        imgs, labels = x_pool[idx], np.where(y_pool[idx] % 2 == 0, 1.0, -1.0)
+        y = labels[:n_tr]
+        for alpha in alphas:
+            x = D.rotate_images(imgs, alpha)
+            xt = torch.as_tensor(x, dtype=torch.float32)
+            x64 = torch.as_tensor(x, dtype=torch.float64)
+            proto = DigitsFineTune(pre, seed=seed)
+            J = per_example_jacobian(proto, x, chunk_size=64)
+            J_tr, J_te = J[:n_tr], J[n_tr:]
+            proto64 = copy.deepcopy(proto).double()
+            with torch.no_grad():
+                f0 = proto64(x64).numpy()
+            f0_tr, f0_te = f0[:n_tr], f0[n_tr:]
+            K0 = kernel_from_precond(J, J_tr)
+            P2 = 1.0 / (np.sqrt(second_moment_estimate(J_tr, f0_tr - y)) + eps)
+            K2 = kernel_from_precond(J, J_tr, precond=P2)
+            c_match = float(np.sum(K2[:n_tr] * K0[:n_tr]) / np.sum(K0[:n_tr] ** 2))
+            for lr in lrs:
+                net = DigitsFineTune(pre, seed=seed)
+
+                def eval64(net64):
+                    with torch.no_grad():
+                        f = net64(x64).numpy()
+                    return f[:n_tr], f[n_tr:]
+
+                hook = _PathDrift(J_te, {"e2": P2}, lr, T0, ck)
+                run = finetune(net, lambda m: m(xt[:n_tr]), eval64, y, lr, T_max, ck, T0, step_hook=hook)
+                P1 = 1.0 / (np.sqrt(run["v_hat_T0"]) + eps)
+                K1 = kernel_from_precond(J, J_tr, precond=P1)
+                preds = {}
+                for key, K, rate in (("oak_e1", K1, lr), ("oak_e2", K2, lr), ("ntk", K0, lr),
+                                     ("ntk_matched", K0, lr * c_match)):
+                    preds[key] = dynamics_multi_lr(K[:n_tr], K[n_tr:], f0_tr, f0_te, y, [rate], T_max,
+                                                   checkpoints=ck)[2][..., 0]
+                ev = dynamics_multi_lr(K0[:n_tr], K0[n_tr:], f0_tr, f0_te, y, lr * ORACLE_MULTIPLIERS, T_max,
+                                       checkpoints=ck)[2]
+                preds["ntk_oracle"] = np.array([ev[i][:, int(np.argmin(relerr_columns(run["f_test"][t], ev[i], f0_te)))]
+                                                for i, t in enumerate(ck)])
+                preds["oak_e4"] = linearised_adam(J_tr, J_te, f0_tr, f0_te, y, lr, T_max, checkpoints=ck)["eval"]
+                cell = {"relerr": {k: [] for k in preds}, "terms": {"e1": [], "e2": []}}
+                for i, t in enumerate(ck):
+                    f_ft = run["f_test"][t]
+                    den = np.linalg.norm(f_ft - f0_te)
+                    for k, pr in preds.items():
+                        with np.errstate(over="ignore", invalid="ignore"):
+                            e = float(np.linalg.norm(f_ft - pr[i]) / den)
+                        cell["relerr"][k].append(_clip(e))
+                    delta = run["delta"][t]
+                    Jd = J_te @ delta
+                    quad = quadratic_form_rows(proto64, x64[n_tr:].numpy(), delta)
+                    for key, P in (("e1", P1), ("e2", P2)):
+                        tm = error_terms(f_ft, preds["oak_" + key][i], f0_te, Jd, J_te @ (P * run["M"][t]), lr, quad)
+                        tm["drift_path"] = hook.path[key][t] / den
+                        cell["terms"][key].append(tm)
+                        for name, val in tm.items():
+                            rows.append({"method": "oak_" + key, "seed": seed, "step": t, "metric": f"bound_{name}",
+                                         "value": val, "alpha": alpha, "lr": lr})
+                    for k in preds:
+                        rows.append({"method": k, "seed": seed, "step": t, "metric": "relerr",
+                                     "value": cell["relerr"][k][i], "alpha": alpha, "lr": lr})
+                cells[(seed, alpha, lr)] = cell
+            ctx.log(f"seed {seed} alpha {alpha}: E1 err/(D+R2) at T_max "
+                    f"{[round(_ratio(cells[(seed, alpha, lr)]['terms']['e1'][-1]['err'], cells[(seed, alpha, lr)]['terms']['e1'][-1]['drift'] + cells[(seed, alpha, lr)]['terms']['e1'][-1]['rem2']), 3) for lr in lrs]}")
+    bi = [ck.index(t) for t in bound_T]
+    ci = [ck.index(t) for t in cmp_T]
+
+    def grid_max(seed, key, f):
+        return max(f(cells[(seed, a, lr)]["terms"][key][i]) for a in alphas for lr in lrs for i in bi)
+
+    per_seed, term_med = {}, {}
+    for key in ("e1", "e2"):
+        per_seed[f"path_bound_ratio_{key}"] = [
+            grid_max(s, key, lambda tm: _ratio(tm["err"], tm["drift_path"] + tm["rem2"])) for s in seeds]
+        per_seed[f"path_no_remainder_{key}"] = [grid_max(s, key, lambda tm: _ratio(tm["err"], tm["drift_path"]))
+                                                for s in seeds]
+        per_seed[f"bound_ratio_{key}"] = [grid_max(s, key, lambda tm: _ratio(tm["err"], tm["drift"] + tm["rem2"]))
+                                          for s in seeds]
+        per_seed[f"bound_ratio_exact_rem_{key}"] = [
+            grid_max(s, key, lambda tm: _ratio(tm["err"], tm["drift"] + tm["rem"])) for s in seeds]
+        per_seed[f"no_remainder_{key}"] = [grid_max(s, key, lambda tm: _ratio(tm["err"], tm["drift"]))
+                                           for s in seeds]
+        per_seed[f"no_drift_{key}"] = [grid_max(s, key, lambda tm: _ratio(tm["err"], tm["rem2"])) for s in seeds]
+        per_seed[f"full_ratio_{key}"] = [
+            grid_max(s, key, lambda tm: _ratio(tm["err"], tm["drift"] + tm["rem"] + tm["fb"])) for s in seeds]
+        term_med[key] = {f"a{int(a)}_{_lr_key(lr)}": {
+            name: {f"T{t}": float(np.median([cells[(s, a, lr)]["terms"][key][i][name] for s in seeds]))
+                   for i, t in enumerate(ck)} for name in ("err", "drift", "drift_path", "rem", "rem2", "fb")}
+            for a in alphas for lr in lrs}
+    taylor = [abs(tm["rem2"] - tm["rem"]) / max(tm["rem"], 1e-300)
+              for c in cells.values() for j, tm in enumerate(c["terms"]["e1"]) if j in bi]
+    a_lo, lr_lo = min(alphas), min(lrs)
+
+    def cmp_max(seed, num, den):
+        c = cells[(seed, a_lo, lr_lo)]["relerr"]
+        return max(_ratio(c[num][i], c[den][i]) for i in ci)
+
+    for name, num, den in (("e4_vs_ntk_oracle", "oak_e4", "ntk_oracle"), ("e4_vs_ntk_matched", "oak_e4", "ntk_matched"),
+                           ("e2_vs_ntk_matched", "oak_e2", "ntk_matched"), ("e1_vs_ntk_oracle", "oak_e1", "ntk_oracle"),
+                           ("ntk_plain_vs_matched", "ntk", "ntk_matched"), ("ntk_plain_vs_oracle", "ntk", "ntk_oracle")):
+        per_seed[name] = [cmp_max(s, num, den) for s in seeds]
+    relerr_med = {f"a{int(a)}_{_lr_key(lr)}": {k: {f"T{t}": float(np.median([cells[(s, a, lr)]["relerr"][k][i]
+                                                                             for s in seeds]))
+                                                   for i, t in enumerate(ck)} for k in cells[(seeds[0], a, lr)]["relerr"]}
+                  for a in alphas for lr in lrs}
+    metrics = {"bound": {"checkpoints": ck, "bound_T": bound_T, "compare_T": cmp_T, "p": int(J.shape[1]),
+                         "per_seed": per_seed, "terms": term_med, "relerr": relerr_med,
+                         "taylor_rel_err_median": float(np.median(taylor)),
+                         "mean": {k: float(np.mean(v)) for k, v in per_seed.items()}}}
+    return rows, metrics
+
+
 # ------------------------------------------------------------------------------------------- minilm
 def minilm(params: dict, ctx: RunContext):
     """MiniLM testbed: the last FFN block + head fine-tuned on VADER words (sentiment vs parity)."""
@@ -624,7 +810,7 @@ def performance(params: dict, ctx: RunContext):
     return rows, {"performance": {"agreement": agree, "all_agree_1e-5": ok, "repeats": repeats}}
 
 
-EXPERIMENTS = {"exactness": exactness, "digits": digits, "minilm": minilm, "minilm_encoder": minilm_encoder,
+EXPERIMENTS = {"exactness": exactness, "digits": digits, "bound": bound, "minilm": minilm, "minilm_encoder": minilm_encoder,
                "performance": performance}
 
 if __name__ == "__main__":

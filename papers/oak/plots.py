@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from shared.plotting import main, method_colors, new_figure, save_figure
+from shared.plotting import main, method_colors, new_figure, plot_band, save_figure
 from shared.results import atomic_write_text, read_arrays, read_metrics, read_tidy
 
 from papers.oak.testbed import CLIP, METHODS
@@ -42,8 +42,7 @@ def _relerr_figure(results: Path, out: Path, name: str, group_lo: str) -> None:
         vals = d.assign(value=d["value"].astype(float).clip(upper=CLIP).fillna(CLIP)).groupby("step")["value"]
         T = np.array(sorted(d["step"].unique()))
         med, lo, hi = vals.median().loc[T], vals.min().loc[T], vals.max().loc[T]
-        ax.plot(T, med, marker="o", ms=3, color=COLORS[method], label=LABELS[method])
-        ax.fill_between(T, lo, hi, color=COLORS[method], alpha=0.15)
+        plot_band(ax, T, med, lo, hi, label=LABELS[method], color=COLORS[method], marker="o", ms=3)
         clipped = med >= CLIP
         if clipped.any():
             ax.scatter(T[clipped.values], med[clipped].values, marker="x", color=COLORS[method], s=40)
@@ -117,6 +116,56 @@ def _error_terms(results: Path, out: Path) -> None:
         ax.set_title(f"{name} {group}", fontsize=8)
         ax.legend(fontsize=6)
     save_figure(fig, out / "error_terms.png")
+
+
+BOUND_TERMS = {"err": "error ||f_FT - f_OAK-E1||", "drift_path": "path v-drift D_path", "rem2": "remainder R2 (HVP)",
+               "drift": "net v-drift at T", "fb": "momentum mismatch F"}
+BOUND_LABELS = {**LABELS, "oak_e4": "OAK-E4 (v evolved, tangent model)", "ntk_matched": "eNTK (lr matched at theta_0)"}
+
+
+def _bound(results: Path, out: Path) -> None:
+    """Per lr (alpha = smallest): the error of OAK-E1 and its bound terms against T, median and min-max over seeds."""
+    frame = read_tidy(results / "bound" / "results.csv")
+    sub = frame[(frame["method"] == "oak_e1") & (frame["alpha"].astype(float) == frame["alpha"].astype(float).min())]
+    lrs = sorted(sub["lr"].astype(float).unique())
+    fig, axes = new_figure(ncols=len(lrs), width=3.6, height=3.2)
+    colors = method_colors(list(BOUND_TERMS) + ["sum"])
+    for ax, lr in zip(axes[0], lrs):
+        d = sub[sub["lr"].astype(float) == lr]
+        wide = d.pivot_table(index=["seed", "step"], columns="metric", values="value").reset_index()
+        wide["bound_sum"] = wide["bound_drift_path"] + wide["bound_rem2"]
+        for key, label in [*BOUND_TERMS.items(), ("sum", "D_path + R2 (the bound)")]:
+            g = wide.groupby("step")[f"bound_{key}"]
+            T = np.array(sorted(wide["step"].unique()))
+            plot_band(ax, T, g.median().loc[T], g.min().loc[T], g.max().loc[T], label=label, color=colors[key],
+                      log=True, marker="o", ms=3)
+        ax.set_xlabel("Adam step T")
+        ax.set_title(f"digits, lr {lr:g} (median, min-max over seeds)", fontsize=8)
+    axes[0, 0].set_ylabel("||term|| / ||f_FT - f_0||")
+    axes[0, 0].legend(fontsize=6)
+    save_figure(fig, out / "bound.png")
+
+
+def _e4(results: Path, out: Path) -> None:
+    """relerr against T of the estimators and the eNTK baselines, digits, smallest alpha and lr."""
+    frame = read_tidy(results / "bound" / "results.csv")
+    d = frame[frame["metric"] == "relerr"]
+    d = d[(d["alpha"].astype(float) == d["alpha"].astype(float).min()) & (d["lr"].astype(float) == d["lr"].astype(float).min())]
+    methods = ["oak_e4", "oak_e2", "oak_e1", "ntk_matched", "ntk_oracle", "ntk"]
+    colors = method_colors(methods)
+    fig, axes = new_figure(width=5.0, height=3.6)
+    ax = axes[0, 0]
+    for m in methods:
+        g = d[d["method"] == m].assign(value=lambda x: x["value"].astype(float).clip(upper=CLIP)).groupby("step")["value"]
+        T = np.array(sorted(d["step"].unique()))
+        plot_band(ax, T, g.median().loc[T], g.min().loc[T], g.max().loc[T], label=BOUND_LABELS[m], color=colors[m],
+                  log=True, marker="o", ms=3)
+    ax.set_xlabel("Adam step T")
+    ax.set_ylabel("test relerr vs fine-tuning")
+    ax.set_title("digits, smallest alpha and lr (median, min-max over seeds)\nE1 peeks at 5 Adam steps, the oracle lr "
+                 "reads the run; E2, E4 and the matched eNTK use theta_0 only", fontsize=7)
+    ax.legend(fontsize=6)
+    save_figure(fig, out / "e4_vs_ntk.png")
 
 
 def _scatter(results: Path, out: Path) -> None:
@@ -199,6 +248,9 @@ def make_figures(results_dir, out_dir, scale: str) -> None:
         _cumulative(results, out)
         _error_terms(results, out)
         _scatter(results, out)
+    if (results / "bound" / "metrics.json").exists():
+        _bound(results, out)
+        _e4(results, out)
     if any((results / n / "metrics.json").exists() for n in ("digits", "minilm", "minilm_encoder")):
         _table_accuracy(results, out)
     if (results / "performance" / "metrics.json").exists():

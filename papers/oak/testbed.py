@@ -110,13 +110,15 @@ class BlockJacobian:
 
 
 def finetune(net, loss_inputs, eval64, y_train, lr, T_max, checkpoints, T0, drift_T=(), drift_kernel=None,
-             betas=(0.9, 0.999), eps=1e-8, batches=None):
+             betas=(0.9, 0.999), eps=1e-8, batches=None, step_hook=None):
     """Adam on (f - y)^2 / 2 (mean over the batch); returns predictions and optimizer statistics per checkpoint.
 
     ``loss_inputs(net)`` gives f(X_train) (float32 tensor); ``eval64(net64)`` gives (f_train, f_test) as
     float64 numpy arrays from a float64 copy. ``drift_kernel(net)`` returns the training-set NTK at the
     current parameters (for the kernel drift at ``drift_T``). ``batches``: one index array per step (the
     loss is the mean over those training points); None means full batch. The network may live on any device.
+    ``step_hook(t, P_t, m_hat_t)`` (optional) is called after every step with Adam's preconditioner
+    1 / (sqrt(v_hat_t) + eps) and bias-corrected first moment, flat float64 arrays (the update is lr P_t m_hat_t).
     """
     import torch
 
@@ -149,6 +151,10 @@ def finetune(net, loss_inputs, eval64, y_train, lr, T_max, checkpoints, T0, drif
                 Mp.add_(st["exp_avg"].double(), alpha=1.0 / (1 - b1 ** t))
                 v = st["exp_avg_sq"].double() / (1 - b2 ** t)
                 Pp.add_(1.0 / (v.sqrt_() + eps))
+        if step_hook is not None:
+            st = [opt.state[p] for p in params]
+            step_hook(t, _flat([1.0 / ((s["exp_avg_sq"].double() / (1 - b2 ** t)).sqrt() + eps) for s in st]),
+                      _flat([s["exp_avg"].double() / (1 - b1 ** t) for s in st]))
         if t == T0:
             out["v_hat_T0"] = _flat([opt.state[p]["exp_avg_sq"] for p in params]) / (1 - b2 ** t)
         if t in want:

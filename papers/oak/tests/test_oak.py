@@ -517,3 +517,195 @@ def test_equal_information_ratios_and_margins():
     assert ps["agreement_margin_e1"] == [pytest.approx(0.05)]
     assert ps["agreement_margin_e2"] == [pytest.approx(-0.05)]
     assert out["agreement_margin_T_max"] == pytest.approx(0.05)
+
+
+# ------------------------------------------------------------------------------------------- bound (HVP, drift)
+class _TinyMLP(torch.nn.Module):
+    def __init__(self, seed=0):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+
+    def forward(self, x):
+        return self.net(x).squeeze(-1)
+
+
+def _explicit_hessians(model, X):
+    """Per-example Hessians of f(x_i) in the flat parameter vector, by torch.func.hessian."""
+    from torch.func import functional_call, hessian
+
+    names = [k for k, _ in model.named_parameters()]
+    shapes = [w.shape for _, w in model.named_parameters()]
+    sizes = [w.numel() for _, w in model.named_parameters()]
+    theta = torch.cat([w.detach().reshape(-1) for _, w in model.named_parameters()])
+
+    def f(th, x):
+        parts = torch.split(th, sizes)
+        return functional_call(model, {k: p.reshape(s) for k, p, s in zip(names, parts, shapes)}, (x[None],))[0]
+
+    return np.stack([hessian(f)(theta, x).numpy() for x in X]), theta
+
+
+def test_hvp_equals_explicit_hessian_and_finite_difference():
+    from papers.oak.bound import hessian_vector_product, quadratic_form_rows
+
+    model = _TinyMLP().double()
+    X = torch.randn(5, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    H, theta = _explicit_hessians(model, X)
+    p = theta.numel()
+    rng = np.random.default_rng(0)
+    v, w = rng.standard_normal(p), rng.standard_normal(5)
+    hv = hessian_vector_product(model, X.numpy(), v, weights=w)
+    np.testing.assert_allclose(hv, np.einsum("i,ijk,k->j", w, H, v), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(quadratic_form_rows(model, X.numpy(), v, chunk_size=2),
+                               np.einsum("j,ijk,k->i", v, H, v), rtol=1e-10, atol=1e-12)
+    # central finite difference of the weighted gradient along v
+    from torch.func import functional_call, grad
+
+    names = [k for k, _ in model.named_parameters()]
+    shapes = [q.shape for _, q in model.named_parameters()]
+    sizes = [q.numel() for _, q in model.named_parameters()]
+
+    def F(th):
+        parts = torch.split(th, sizes)
+        out = functional_call(model, {k: q.reshape(s) for k, q, s in zip(names, parts, shapes)}, (X,))
+        return (out * torch.as_tensor(w)).sum()
+
+    h, vt = 1e-5, torch.as_tensor(v)
+    fd = (grad(F)(theta + h * vt) - grad(F)(theta - h * vt)).numpy() / (2 * h)
+    np.testing.assert_allclose(hv, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_quadratic_form_known_answer_square_of_linear():
+    """f(x) = (w . x)^2 has Hessian 2 x x^T in w, so v^T H v = 2 (x . v)^2."""
+    from papers.oak.bound import quadratic_form_rows
+
+    class Sq(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.tensor([0.3, -1.0, 2.0], dtype=torch.float64))
+
+        def forward(self, x):
+            return (x @ self.w) ** 2
+
+    X = np.array([[1.0, 2.0, 0.5], [-1.0, 0.0, 3.0]])
+    v = np.array([0.5, -2.0, 1.0])
+    np.testing.assert_allclose(quadratic_form_rows(Sq(), X, v), 2 * (X @ v) ** 2, rtol=1e-12)
+
+
+def test_hvp_bad_inputs():
+    from papers.oak.bound import hessian_vector_product, quadratic_form_rows
+
+    model = _TinyMLP().double()
+    X = np.zeros((3, 3))
+    p = sum(q.numel() for q in model.parameters())
+    with pytest.raises(ValueError, match="vec must have length p"):
+        hessian_vector_product(model, X, np.ones(p + 1))
+    with pytest.raises(ValueError, match="vec must be finite"):
+        quadratic_form_rows(model, X, np.full(p, np.nan))
+    with pytest.raises(ValueError, match="weights must have length"):
+        hessian_vector_product(model, X, np.ones(p), weights=np.ones(2))
+    with pytest.raises(ValueError, match="chunk_size"):
+        quadratic_form_rows(model, X, np.ones(p), chunk_size=0)
+
+
+def test_error_terms_known_answer_and_bad_inputs():
+    from papers.oak.bound import error_terms
+
+    f0 = np.zeros(2)
+    f_ft = np.array([3.0, 4.0])            # ||f_FT - f_0|| = 5
+    J_delta = np.array([2.0, 4.0])         # R = f_FT - f_0 - J Delta = (1, 0)
+    J_PM = np.array([-1.0, -2.0])          # lr = 1: D = -J Delta - J P M = (-1, -2)
+    f_k = np.array([3.0, 0.0])             # err = (0, 4); F = err - R + D = (-2, 2)
+    t = error_terms(f_ft, f_k, f0, J_delta, J_PM, 1.0, quad=np.array([2.0, 0.0]))
+    assert t == pytest.approx({"err": 4 / 5, "drift": np.sqrt(5) / 5, "rem": 1 / 5, "rem2": 1 / 5,
+                               "fb": np.sqrt(8) / 5})
+    with pytest.raises(ValueError, match="zero denominator"):
+        error_terms(f0, f_k, f0, J_delta, J_PM, 1.0, quad=f0)
+    with pytest.raises(ValueError, match="J_PM has 3 rows"):
+        error_terms(f_ft, f_k, f0, J_delta, np.ones(3), 1.0, quad=f0)
+    with pytest.raises(ValueError, match="lr must be"):
+        error_terms(f_ft, f_k, f0, J_delta, J_PM, 0.0, quad=f0)
+
+
+def _torch_adam_linear(X, Xe, y, theta0, lr, steps, checkpoints):
+    th = torch.tensor(theta0, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.Adam([th], lr=lr)
+    Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
+    out = {}
+    for t in range(1, steps + 1):
+        opt.zero_grad()
+        (0.5 * ((Xt @ th - yt) ** 2).mean()).backward()
+        opt.step()
+        if t in checkpoints:
+            out[t] = (X @ th.detach().numpy(), Xe @ th.detach().numpy())
+    return out
+
+
+def test_linearised_adam_equals_torch_adam_on_linear_model():
+    """For f = X theta the tangent model is the model: OAK-E4 must equal torch.optim.Adam (v evolving)."""
+    from papers.oak.dynamics import linearised_adam
+
+    rng = np.random.default_rng(3)
+    X, Xe = rng.standard_normal((9, 5)), rng.standard_normal((4, 5))
+    y, theta0 = np.sign(rng.standard_normal(9)), rng.standard_normal(5) * 0.3
+    ref = _torch_adam_linear(X, Xe, y, theta0, 0.05, 30, {1, 7, 30})
+    out = linearised_adam(X, Xe, X @ theta0, Xe @ theta0, y, 0.05, 30, checkpoints=[1, 7, 30])
+    for i, t in enumerate([1, 7, 30]):
+        np.testing.assert_allclose(out["train"][i], ref[t][0], rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(out["eval"][i], ref[t][1], rtol=1e-10, atol=1e-12)
+    # step 1 is sign descent: theta_1 - theta_0 = -lr g / (|g| + eps)
+    g = X.T @ (X @ theta0 - y) / 9
+    np.testing.assert_allclose(out["eval"][0] - Xe @ theta0, Xe @ (-0.05 * g / (np.abs(g) + 1e-8)), rtol=1e-9)
+
+
+def test_linearised_adam_bad_inputs():
+    from papers.oak.dynamics import linearised_adam
+
+    X = np.ones((3, 2))
+    with pytest.raises(ValueError, match="same p"):
+        linearised_adam(X, np.ones((2, 3)), np.zeros(3), np.zeros(2), np.ones(3), 0.1, 2)
+    with pytest.raises(ValueError, match="y_train must have length"):
+        linearised_adam(X, X, np.zeros(3), np.zeros(3), np.ones(2), 0.1, 2)
+    with pytest.raises(ValueError, match="lr must be"):
+        linearised_adam(X, X, np.zeros(3), np.zeros(3), np.ones(3), -1.0, 2)
+    with pytest.raises(ValueError, match="steps must be"):
+        linearised_adam(X, X, np.zeros(3), np.zeros(3), np.ones(3), 0.1, 0)
+    with pytest.raises(ValueError, match="checkpoints must lie"):
+        linearised_adam(X, X, np.zeros(3), np.zeros(3), np.ones(3), 0.1, 2, checkpoints=[3])
+
+
+def test_step_hook_sums_to_delta_and_path_drift():
+    """Adam's update is lr P_t m_hat_t: the hook's terms sum to -Delta_T; the path drift is the sum of the per-step
+    norms (for a fixed P and for the buffered warm-up P_T0) and at least the endpoint drift (triangle inequality)."""
+    from papers.oak.experiments import _PathDrift
+    from papers.oak.testbed import finetune
+
+    model, X, J = _linear_case(n=8, seed=5)
+    model = model.float()
+    y = np.where(np.arange(8) % 2 == 0, 1.0, -1.0)
+    xt = torch.as_tensor(X, dtype=torch.float32)
+
+    def eval64(net64):
+        with torch.no_grad():
+            f = net64(xt.double()).numpy()
+        return f[:6], f[6:]
+
+    steps, T0, lr = [], 2, 1e-2
+    P_fix = np.full(J.shape[1], 3.0)
+    hook = _PathDrift(J[6:], {"fix": P_fix}, lr, T0, [1, 4])
+
+    def both(t, P, m):
+        steps.append((P, m))
+        hook(t, P, m)
+
+    run = finetune(model, lambda m: m(xt), eval64, y, lr, 4, [1, 4], T0, step_hook=both)
+    total = -lr * sum(P * m for P, m in steps)
+    np.testing.assert_allclose(total, run["delta"][4], rtol=1e-4, atol=1e-7)
+    P1 = steps[T0 - 1][0]
+    for key, P in (("fix", P_fix), ("e1", P1)):
+        expect = lr * sum(np.linalg.norm(J[6:] @ ((Ps - P) * ms)) for Ps, ms in steps)
+        assert hook.path[key][4] == pytest.approx(expect, rel=1e-10)
+        endpoint = np.linalg.norm(J[6:] @ (-run["delta"][4] - lr * P * run["M"][4]))
+        assert hook.path[key][4] >= endpoint * (1 - 1e-4)
+    assert hook.path["e1"][1] == pytest.approx(lr * np.linalg.norm(J[6:] @ ((steps[0][0] - P1) * steps[0][1])))
