@@ -8,14 +8,24 @@ retained utility R_n(b) = sum_{i<=b} d_n(i). The global problem is
 R_n is not concave in general; its least concave majorant R_breve_n(b) = sum_{i<=b} d_breve_n(i) uses the
 antitonic (PAVA) fit d_breve_n of d_n. The marginal-utility greedy on the hull gains is optimal for the relaxed
 problem, so  relaxed(greedy) >= OPT >= true(greedy)  (Tang et al., ICML 2026, "convex-hull relaxation").
+
+The official profiling code (step 2) states the same relaxation from the eviction side: with the removal costs
+v_n(k) = d_n(T + 1 - k) (the lowest-ranked token first) and the cumulative loss C_n(k) = sum_{i<=k} v_n(i), it
+replaces C_n by its lower convex hull (:func:`lower_convex_hull`, :func:`hull_costs`) and evicts one token at a
+time from the head whose next smoothed removal cost is the smallest, with a heap, in 99 nested steps
+(:func:`heap_greedy_keep_counts`). The lower convex hull of C_n is R_n(T) - R_breve_n(T - k), so both views give
+the same smoothed gains (hull_costs(d[::-1])[::-1] == antitonic_regression(d)).
 """
 from __future__ import annotations
+
+import heapq
 
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Allocation", "antitonic_regression", "allocate_budget", "round_keep_counts", "METHODS"]
+__all__ = ["Allocation", "antitonic_regression", "allocate_budget", "round_keep_counts", "METHODS",
+           "lower_convex_hull", "hull_costs", "heap_greedy_keep_counts", "step_targets"]
 
 METHODS = ("greedy", "dp", "dp_relaxed")
 
@@ -179,3 +189,110 @@ def round_keep_counts(keep_rates: np.ndarray, seq_len: int) -> np.ndarray:
         top = np.argsort(-frac, kind="stable")[: min(remainder, n)]
         base[top] += 1
     return np.clip(base, 1, seq_len)
+
+
+def lower_convex_hull(values) -> np.ndarray:
+    """Indices of the vertices of the lower convex hull of the points (i, y_i), i = 0..n-1 (Andrew's monotone
+    chain; a point on or above the chord of its neighbours is dropped, so collinear points are not vertices).
+
+    The hull is the greatest convex function h <= y on {0..n-1}; it interpolates y at the returned indices and
+    is linear in between. Example: y = [0, 3, 4, 8] -> [0, 2, 3] (the chord from (0, 0) to (2, 4) passes below
+    (1, 3)).
+    """
+    y = np.asarray(values, dtype=np.float64)
+    if y.ndim != 1 or y.size == 0:
+        raise ValueError(f"values must be a non-empty 1-D array, got shape {y.shape}")
+    if not np.all(np.isfinite(y)):
+        raise ValueError("values must be finite (no NaN or Inf)")
+    stack = [0]
+    for i in range(1, y.size):
+        while len(stack) >= 2:
+            a, b = stack[-2], stack[-1]
+            # cross product of (b - a, y_b - y_a) and (i - a, y_i - y_a) <= 0: b is not strictly below the chord
+            if (b - a) * (y[i] - y[a]) - (i - a) * (y[b] - y[a]) <= 0:
+                stack.pop()
+            else:
+                break
+        stack.append(i)
+    return np.array(stack, dtype=np.int64)
+
+
+def hull_costs(removal_costs) -> np.ndarray:
+    """Smoothed removal costs of one head (official step 2): with C(k) = sum_{i<=k} v_i (C(0) = 0) the
+    cumulative loss of evicting the first k tokens of ``removal_costs`` v (lowest-ranked token first), returns
+    v_breve_i = C_hull(i) - C_hull(i - 1), the slopes of the lower convex hull of (k, C(k)), k = 0..M.
+
+    v_breve is non-decreasing and has the same total as v; it is the non-decreasing least-squares fit of v
+    (so hull_costs(d[::-1])[::-1] equals :func:`antitonic_regression` (d)). Example: [1, 3, 1, 5] -> [1, 2, 2, 5].
+    """
+    v = np.asarray(removal_costs, dtype=np.float64)
+    if v.ndim != 1 or v.size == 0:
+        raise ValueError(f"removal_costs must be a non-empty 1-D array, got shape {v.shape}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError("removal_costs must be finite (no NaN or Inf)")
+    cum = np.concatenate(([0.0], np.cumsum(v)))
+    idx = lower_convex_hull(cum)
+    out = np.empty(v.size)
+    for a, b in zip(idx[:-1], idx[1:]):
+        out[a:b] = (cum[b] - cum[a]) / (b - a)
+    return out
+
+
+def step_targets(n_units: int, n_steps: int = 99) -> np.ndarray:
+    """Number of evicted tokens after step i of the official profiler: D_i = round(i / (n_steps + 1) * n_units),
+    i = 1..n_steps (the compression ratios 0.01..0.99 for 99 steps)."""
+    if isinstance(n_units, bool) or int(n_units) != n_units or n_units < 1:
+        raise ValueError(f"n_units must be an integer >= 1, got {n_units!r}")
+    if isinstance(n_steps, bool) or int(n_steps) != n_steps or n_steps < 1:
+        raise ValueError(f"n_steps must be an integer >= 1, got {n_steps!r}")
+    return np.array([int(round(i / (n_steps + 1) * n_units)) for i in range(1, int(n_steps) + 1)], dtype=np.int64)
+
+
+def heap_greedy_keep_counts(decrements, seq_len: int, targets, *, min_keep: int = 0) -> np.ndarray:
+    """Heap-greedy eviction of the official profiler (step 2) on N heads.
+
+    ``decrements`` (N, M): d_n(i), the oracle importance of head n's i-th compressible token in scorer order
+    (highest-ranked first; sink and window tokens are not in it). Every head starts with all ``seq_len`` = T
+    tokens (the T - M protected ones included). With the smoothed costs c_n = hull_costs(d_n[::-1]) (removal
+    order, non-decreasing), each eviction pops the head with the smallest next cost c_n(k_n + 1) from a heap
+    (ties: lower head index, as the official tuples), evicts its lowest-ranked kept token unless the head is at
+    ``min_keep`` (then the head leaves the heap), until D evictions in all; one pass serves every target D of
+    ``targets`` (non-decreasing), so the allocations are nested. Returns keep counts (len(targets), N), int64,
+    with sum_n keep_n = N T - D for every reachable D (raises ``ValueError`` if D exceeds what min_keep allows).
+
+    Because each c_n is non-decreasing, evicting by smallest next cost maximises sum_n R_breve_n(keep_n - (T - M))
+    at every D (the marginal-utility greedy run backwards); on concave R_n (d_n non-increasing) it is the
+    exact optimum of the true problem (see the exact DP of :func:`allocate_budget`).
+    """
+    d = _check_decrements(decrements)
+    n_heads, m = d.shape
+    if isinstance(seq_len, bool) or int(seq_len) != seq_len or seq_len < m:
+        raise ValueError(f"seq_len must be an integer >= the {m} compressible tokens, got {seq_len!r}")
+    seq_len = int(seq_len)
+    if isinstance(min_keep, bool) or int(min_keep) != min_keep or not 0 <= min_keep <= seq_len:
+        raise ValueError(f"min_keep must be an integer in [0, T={seq_len}], got {min_keep!r}")
+    t = np.asarray(targets)
+    if t.ndim != 1 or t.size == 0 or not np.all(t == np.round(t)) or np.any(np.diff(t) < 0) or np.any(t < 0):
+        raise ValueError("targets must be a non-empty, non-decreasing 1-D array of non-negative integers")
+    floor = max(int(min_keep), seq_len - m)
+    if int(t[-1]) > n_heads * (seq_len - floor):
+        raise ValueError(f"target {int(t[-1])} evictions exceeds the N * (T - max(min_keep, T - M)) = "
+                         f"{n_heads * (seq_len - floor)} evictable tokens")
+    costs = np.stack([hull_costs(row[::-1]) for row in d])   # costs[n, k]: cost of the (k+1)-th eviction
+    keep = np.full(n_heads, seq_len, dtype=np.int64)
+    evicted = np.zeros(n_heads, dtype=np.int64)
+    heap = [(float(costs[n, 0]), n) for n in range(n_heads) if m > 0]
+    heapq.heapify(heap)
+    done, out = 0, np.empty((t.size, n_heads), dtype=np.int64)
+    for i, target in enumerate(t.astype(np.int64)):
+        while done < target:
+            _, n = heapq.heappop(heap)
+            if keep[n] <= min_keep:
+                continue                       # the head is at its floor: it leaves the heap
+            keep[n] -= 1
+            evicted[n] += 1
+            done += 1
+            if evicted[n] < m:
+                heapq.heappush(heap, (float(costs[n, evicted[n]]), n))
+        out[i] = keep
+    return out

@@ -22,8 +22,9 @@ from shared.experiment import RunContext, main
 from shared.results import write_arrays
 
 from papers.lukv.allocation import allocate_budget, round_keep_counts
-from papers.lukv.profile import (build_budget_curve, curve_at_budget, decrements, kept_per_head, protect_scores,
-                                 save_curve, scorer_order, shuffle_heads, total_budget)
+from papers.lukv.profile import (build_budget_curve, curve_at_budget, decrements, feasible_rows, kept_per_head,
+                                 protect_scores, reverse_heads, save_curve, scorer_order, shuffle_heads,
+                                 total_budget)
 from papers.lukv.task import VOCAB_SIZE, make_batch, value_positions
 
 __all__ = ["EXPERIMENTS", "random_instance", "instances", "train_tiny", "profile", "evaluate", "perf",
@@ -197,14 +198,25 @@ def attention(model, impl: str):
         model.config._attn_implementation = old
 
 
-def _oracle_and_scores(model, params, rng, n, scorer_specs, task_kwargs=None):
-    """Samples, their oracle importance (n, L, G, T) and scores per scorer (``task_kwargs`` overrides the task)."""
+def _profiling(params: dict) -> dict:
+    """The profiling protocol of ``params['profiling']`` (defaults: the official one, no decode steps)."""
+    p = params.get("profiling") or {}
+    return {"protocol": str(p.get("protocol", "official")), "decode_steps": int(p.get("decode_steps", 0)),
+            "normalize_value_norms": bool(p.get("normalize_value_norms", True))}
+
+
+def _oracle_and_scores(model, params, rng, n, scorer_specs, task_kwargs=None, *, profiling: bool = False):
+    """Samples, their oracle importance (n, L, G, T) and scores per scorer (``task_kwargs`` overrides the task).
+    ``profiling``: the oracle of the profiling protocol (:func:`_profiling`: decode steps, normalised value
+    norms); otherwise the evaluation oracle (the future window, raw value norms) that every loss is measured in."""
     from papers.lukv.online import make_scorer, record_scores
     from papers.lukv.oracle import extract_oracle
 
     c, f = _tensors(*make_batch(rng, n, **(task_kwargs or _task_kwargs(params))))
+    prof = _profiling(params) if profiling else {"decode_steps": 0, "normalize_value_norms": False}
     with attention(model, "eager"):
-        imp = extract_oracle(model, c, f)
+        imp = extract_oracle(model, c, f, decode_steps=prof["decode_steps"],
+                             normalize_value_norms=prof["normalize_value_norms"])
     scores = {}
     with attention(model, "sdpa"):
         for name, spec in scorer_specs.items():
@@ -218,21 +230,27 @@ def _spearman(a, b) -> float:
     return float(spearmanr(np.ravel(a), np.ravel(b)).statistic)
 
 
+def _profile_set(params: dict, model, rng, scorers: dict, task_kwargs=None) -> dict:
+    """One profiling set (``n_profile`` samples from ``rng``): its curve per scorer under the profiling protocol."""
+    grid = np.round(np.arange(1, 100) / 100, 2)
+    sink, window = int(params.get("sink", 4)), int(params.get("window", 1))
+    _, _, imp, scores = _oracle_and_scores(model, params, rng, int(params["n_profile"]), scorers, task_kwargs,
+                                           profiling=True)
+    return {name: build_budget_curve(list(imp), list(scores[name]), rho_grid=grid, sink=sink, window=window,
+                                     protocol=_profiling(params)["protocol"]) for name in scorers}
+
+
 def _profile_curves(params: dict, ctx: RunContext, model):
     """Curves {(scorer, part, split): (99, L, G)} from ``n_splits`` independent pairs of disjoint profiling
     sets A and B (``n_profile`` samples each, every set drawn from its own seed)."""
     scorers = params["scorers"]
-    grid = np.round(np.arange(1, 100) / 100, 2)
-    sink, window = int(params.get("sink", 4)), int(params.get("window", 1))
-    n, n_splits = int(params["n_profile"]), int(params.get("n_splits", 1))
+    n_splits = int(params.get("n_splits", 1))
     curves = {}
     for split in ctx.progress(range(n_splits), total=n_splits, what="profiling splits"):
         for part in ("A", "B"):
             rng = seeding.generator(ctx.seed, "profile", part, f"split{split}")
-            _, _, imp, scores = _oracle_and_scores(model, params, rng, n, scorers)
-            for name in scorers:
-                curves[(name, part, split)] = build_budget_curve(list(imp), list(scores[name]), rho_grid=grid,
-                                                                 sink=sink, window=window)
+            for name, curve in _profile_set(params, model, rng, scorers).items():
+                curves[(name, part, split)] = curve
     return curves
 
 
@@ -247,7 +265,12 @@ def profile(params: dict, ctx: RunContext):
     T = _task_kwargs(params)["context_len"]
     grid = np.round(np.arange(1, 100) / 100, 2)
     n_splits = int(params.get("n_splits", 1))
+    sink, window = int(params.get("sink", 4)), int(params.get("window", 1))
+    prof = _profiling(params)
+    feasible = (feasible_rows(grid, T, sink, window) if prof["protocol"] == "official"
+                else np.ones(grid.size, dtype=bool))
     metrics = {"N": int(L * G), "T": T, "n_splits": n_splits, "bound": 1.0 / (L * G * T) + 1e-6,
+               "profiling": prof, "max_feasible_rho": float(grid[feasible].max()),
                "curve_mean_err": {}, "spearman_ab": {}, "spearman_ab_per_split": {},
                "control": {"shuffled_heads": {"spearman_ab_per_split": {}}}}
     rows = []
@@ -256,11 +279,12 @@ def profile(params: dict, ctx: RunContext):
             save_curve(curve, ctx.out_dir / f"curve_{name}_{part}.npy", model="tiny_llama", scorer=name,
                        scorer_params=params["scorers"][name].get("params", {}), sink=int(params.get("sink", 4)),
                        window=int(params.get("window", 1)), T=T, M=int(params["n_profile"]),
-                       K=3 * _task_kwargs(params)["n_queries"], seed=ctx.seed, part=part)
+                       K=3 * _task_kwargs(params)["n_queries"] + prof["decode_steps"], seed=ctx.seed, part=part,
+                       protocol=prof["protocol"], normalize_value_norms=prof["normalize_value_norms"])
             for r, rho in enumerate(grid):
                 rows.append({"method": f"{name}_{part}", "seed": 0, "step": r + 1, "metric": "mean_ratio",
                              "value": float(curve[r].mean())})
-        err = np.abs(curve.astype(np.float64).mean(axis=(1, 2)) - grid)
+        err = np.abs(curve.astype(np.float64).mean(axis=(1, 2)) - grid)[feasible]
         metrics["curve_mean_err"][f"{name}_{part}{split}"] = float(err.max())
     write_arrays(ctx.out_dir / "curves.npz",
                  **{f"{name}_{part}_{split}": c for (name, part, split), c in curves.items()})
@@ -363,38 +387,74 @@ def _load_curves(params: dict, ctx: RunContext, model) -> dict:
     return {(name, s): all_curves[(name, "A", s)] for name in params["scorers"] for s in range(n_splits)}
 
 
+def _transfer_tasks(params: dict) -> dict:
+    """Target tasks of the transfer test: {name: task kwargs} (``params['transfer']['tasks']``)."""
+    tr = params["transfer"]
+    base = _task_kwargs(params)
+    return {name: dict(base, n_pairs=int(t["n_pairs"]), n_queries=int(t.get("n_queries", base["n_queries"])))
+            for name, t in tr["tasks"].items()}
+
+
 def _transfer(params, ctx, model, split_curves, shuffled, sink, window) -> dict:
-    """Task-agnostic use of one profile (the official protocol profiles once and reuses the curve on every task):
-    the curves profiled on the training task, applied at rho = 0.8 to held-out samples of a shifted task
-    (``params['transfer']``: another number of key/value pairs), oracle loss LU-KV / uniform per profiling split,
-    and the same for the head-shuffled control."""
+    """Task-agnostic use of one profile (the official protocol profiles once and reuses the curve on every task).
+    For every target task of ``params['transfer']['tasks']`` (other numbers of key/value pairs or queries) and
+    every profiling split s, at rho = 0.8 on held-out samples of that task: the oracle loss of the curve profiled
+    on the training task (split s, set A, applied unchanged), of a per-task curve profiled the same way on
+    ``n_profile`` samples of the target task itself (split s's own seed), of the uniform split and of the
+    head-shuffled transferred curve. Per split, ratios are averaged over the target tasks:
+    transferred / uniform, transferred / per-task, and the controls."""
     from papers.lukv.online import uniform_curve
 
-    tr = params["transfer"]
-    kw = dict(_task_kwargs(params), n_pairs=int(tr["n_pairs"]), n_queries=int(tr.get("n_queries", 2)))
-    primary, T = params["primary_scorer"], kw["context_len"]
+    primary = params["primary_scorer"]
+    spec = {primary: params["scorers"][primary]}
     L, G = model.config.num_hidden_layers, model.config.num_key_value_heads
-    _, _, imp, scores = _oracle_and_scores(model, params, seeding.generator(ctx.seed, "evaluate", "transfer"),
-                                           int(tr["n_eval"]), {primary: params["scorers"][primary]}, task_kwargs=kw)
     n_splits = int(params.get("n_splits", 1))
-    counts = {"uniform": _curve_counts(uniform_curve(L, G), 0.8, T)}
-    for s in range(n_splits):
-        counts[f"lukv_{s}"] = _curve_counts(split_curves[(primary, s)], 0.8, T)
-        counts[f"lukv_shuffled_{s}"] = _curve_counts(shuffled[(primary, s)], 0.8, T)
-    sums = {}
-    for i in range(imp.shape[0]):
-        for m, v in oracle_losses(imp[i], scores[primary][i], counts, 0.8, sink, window).items():
-            sums[m] = sums.get(m, 0.0) + v
-    return {"task": kw, "oracle_loss": {"uniform": sums["uniform"], "adakv": sums["adakv"], "oracle": sums["oracle"]},
-            "oracle_ratio_lukv_uniform_per_split": [sums[f"lukv_{s}"] / sums["uniform"] for s in range(n_splits)],
-            "control": {"shuffled_heads": {"oracle_ratio_lukv_uniform_per_split": [
-                sums[f"lukv_shuffled_{s}"] / sums["uniform"] for s in range(n_splits)]}}}
+    rho = 0.8
+    out = {"rho": rho, "tasks": {}}
+    for tname, kw in _transfer_tasks(params).items():
+        T = kw["context_len"]
+        _, _, imp, scores = _oracle_and_scores(
+            model, params, seeding.generator(ctx.seed, "evaluate", "transfer", tname),
+            int(params["transfer"]["n_eval"]), spec, task_kwargs=kw)
+        counts = {"uniform": _curve_counts(uniform_curve(L, G), rho, T)}
+        for s in range(n_splits):
+            own = _profile_set(params, model, seeding.generator(ctx.seed, "profile", "task", tname, f"split{s}"),
+                               spec, task_kwargs=kw)[primary]
+            counts[f"lukv_{s}"] = _curve_counts(split_curves[(primary, s)], rho, T)
+            counts[f"pertask_{s}"] = _curve_counts(own, rho, T)
+            counts[f"lukv_shuffled_{s}"] = _curve_counts(shuffled[(primary, s)], rho, T)
+        sums = {}
+        for i in range(imp.shape[0]):
+            for m, v in oracle_losses(imp[i], scores[primary][i], counts, rho, sink, window).items():
+                sums[m] = sums.get(m, 0.0) + v
+        u = sums["uniform"]
+        out["tasks"][tname] = {
+            "task": kw, "oracle_loss": {"uniform": u, "adakv": sums["adakv"], "oracle": sums["oracle"]},
+            "lukv_uniform": [sums[f"lukv_{s}"] / u for s in range(n_splits)],
+            "pertask_uniform": [sums[f"pertask_{s}"] / u for s in range(n_splits)],
+            "lukv_pertask": [sums[f"lukv_{s}"] / sums[f"pertask_{s}"] for s in range(n_splits)],
+            "uniform_pertask": [u / sums[f"pertask_{s}"] for s in range(n_splits)],
+            "shuffled_uniform": [sums[f"lukv_shuffled_{s}"] / u for s in range(n_splits)],
+            "shuffled_pertask": [sums[f"lukv_shuffled_{s}"] / sums[f"pertask_{s}"] for s in range(n_splits)]}
+
+    def mean_over_tasks(key):
+        return [float(np.mean([t[key][s] for t in out["tasks"].values()])) for s in range(n_splits)]
+
+    out["oracle_ratio_lukv_uniform_per_split"] = mean_over_tasks("lukv_uniform")
+    out["oracle_ratio_pertask_uniform_per_split"] = mean_over_tasks("pertask_uniform")
+    out["oracle_ratio_lukv_pertask_per_split"] = mean_over_tasks("lukv_pertask")
+    out["control"] = {"shuffled_heads": {"oracle_ratio_lukv_uniform_per_split": mean_over_tasks("shuffled_uniform"),
+                                         "oracle_ratio_lukv_pertask_per_split": mean_over_tasks("shuffled_pertask")},
+                      "uniform": {"oracle_ratio_lukv_pertask_per_split": mean_over_tasks("uniform_pertask")}}
+    return out
 
 
 def evaluate(params: dict, ctx: RunContext):
     """Held-out oracle loss (numpy allocations) for the curve of every profiling split, and downstream
     recall / KL (kvpress presses, split 0's curve). Every method keeps exactly the same number of tokens
-    (asserted); the control is LU-KV with its curve's heads permuted (``lukv_shuffled``)."""
+    (asserted); the controls are LU-KV with its curve's heads permuted (``lukv_shuffled``) and, in the oracle
+    domain, with every row's ratios handed out in reverse order (``lukv_reversed``,
+    :func:`papers.lukv.profile.reverse_heads`)."""
     from papers.lukv.online import make_press, make_scorer, run_compressed, uniform_curve
 
     model = _load_model(params, ctx)
@@ -418,12 +478,13 @@ def evaluate(params: dict, ctx: RunContext):
         for s in range(n_splits):
             counts[f"lukv_{s}"] = _curve_counts(split_curves[(primary, s)], rho, T)
             counts[f"lukv_shuffled_{s}"] = _curve_counts(shuffled[(primary, s)], rho, T)
+            counts[f"lukv_reversed_{s}"] = _curve_counts(reverse_heads(split_curves[(primary, s)]), rho, T)
         sums = {}
         for i in range(imp.shape[0]):
             for m, v in oracle_losses(imp[i], scores[primary][i], counts, rho, sink, window).items():
                 sums[m] = sums.get(m, 0.0) + v
         metrics["oracle_loss_per_split"][key] = {
-            m: [sums[f"{m}_{s}"] for s in range(n_splits)] for m in ("lukv", "lukv_shuffled")}
+            m: [sums[f"{m}_{s}"] for s in range(n_splits)] for m in ("lukv", "lukv_shuffled", "lukv_reversed")}
         metrics["oracle_loss"][key] = {"uniform": sums["uniform"], "adakv": sums["adakv"], "lukv": sums["lukv_0"],
                                        "lukv_shuffled": sums["lukv_shuffled_0"], "oracle": sums["oracle"]}
         for m, v in metrics["oracle_loss"][key].items():
@@ -474,7 +535,10 @@ def evaluate(params: dict, ctx: RunContext):
         "recall_gain_lukv_uniform": ds["lukv"]["recall"] - ds["uniform"]["recall"],
         "kl_ratio_lukv_uniform": ds["lukv"]["kl"] / ds["uniform"]["kl"],
     }
-    metrics["control"] = {"shuffled_heads": {
+    metrics["control"] = {"reversed_heads": {
+        "oracle_ratio_lukv_uniform_per_split": [v / ol["uniform"] for v in per["lukv_reversed"]],
+        "oracle_ratio_lukv_adakv_per_split": [v / ol["adakv"] for v in per["lukv_reversed"]]},
+        "shuffled_heads": {
         "oracle_ratio_lukv_uniform_per_split": [v / ol["uniform"] for v in per["lukv_shuffled"]],
         "oracle_ratio_lukv_adakv_per_split": [v / ol["adakv"] for v in per["lukv_shuffled"]],
         "recall_gain_lukv_uniform": ds["lukv_shuffled"]["recall"] - ds["uniform"]["recall"],

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from shared.plotting import main, method_colors, new_figure, save_figure
+from shared.plotting import main, method_colors, new_figure, plot_band, save_figure
 from shared.results import atomic_write_text, read_arrays, read_metrics, read_tidy, write_markdown_table
 
 __all__ = ["make_figures"]
@@ -129,8 +129,17 @@ def _evaluate(results: Path, out: Path) -> None:
     tidy = read_tidy(results / "evaluate" / "results.csv")
     ol = tidy[tidy.metric == "oracle_loss"]
     fig, axes = new_figure()
+    per = m.get("oracle_loss_per_split", {})
+    keys = sorted(per, key=lambda k: int(k[3:]))
     for method in ("uniform", "adakv", "lukv", "oracle"):
         sub = ol[ol.method == method].sort_values("step")
+        if method == "lukv" and keys:
+            # the curves of the independent profiling splits: mean, band from the smallest to the largest
+            vals = np.array([per[k]["lukv"] for k in keys])
+            plot_band(axes[0, 0], [int(k[3:]) / 100 for k in keys], vals.mean(axis=1), vals.min(axis=1),
+                      vals.max(axis=1), label=f"lukv (mean, range over {vals.shape[1]} profiling splits)",
+                      color=COLORS[method], marker="o")
+            continue
         axes[0, 0].plot(sub.step / 100, sub.value, "o-", color=COLORS[method], label=method)
     axes[0, 0].set_xlabel("compression ratio rho"); axes[0, 0].set_ylabel("held-out oracle loss (sum)")
     axes[0, 0].legend()

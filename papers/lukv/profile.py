@@ -1,9 +1,18 @@
-"""Offline profiling of LU-KV budget curves (spec step 8).
+"""Offline profiling of LU-KV budget curves (spec step 8; official protocol of the December 2026 addendum).
 
-For each profiling sample q_i and each rho of the grid, solve the global allocation (hull + greedy) with that
-sample's oracle importance I and scorer order, keep r*_{l,g}(q_i; rho) = 1 - b_{l,g}/T and average:
+For each profiling sample q_i and each rho of the grid, solve the global allocation with that sample's oracle
+importance I and scorer order, keep r*_{l,g}(q_i; rho) = 1 - b_{l,g}/T and average:
 Phi(rho)_{l,g} = (1/M) sum_i r*_{l,g}(q_i; rho); stored float32 with shape (len(grid), L, G).
-With B(rho) = round((1-rho) N T) every sample's ratios average to 1 - B/(N T) = rho up to 1/(N T).
+
+``protocol="official"`` (the default, the official step 2): the sink and window tokens are left out of the
+utility curves and always kept; the compressible tokens j in [sink, T - window) of each head are ordered by the
+scorer, their removal costs are smoothed by the lower convex hull of the cumulative eviction loss and a heap-greedy
+evicts D(rho) = round(rho N T) tokens in all (99 nested steps, every head keeps at least
+max(round(0.01 T), sink + window) tokens); where D(rho) exceeds what that floor allows (rho > 1 - floor / T) the
+curve stays at the largest feasible compression, as in the official code.
+``protocol="sorted"``: the earlier reconstruction - the hull (PAVA) of all T tokens in protected-score order and one
+global sort of the hull gains, B(rho) = round((1 - rho) N T) kept tokens, no per-head floor.
+Either way every feasible row averages to rho up to 1/(N T).
 """
 from __future__ import annotations
 
@@ -13,11 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from papers.lukv.allocation import greedy_order, hull_decrements
+from papers.lukv.allocation import greedy_order, heap_greedy_keep_counts, hull_decrements
+
+PROTOCOLS = ("official", "sorted")
 
 __all__ = ["DEFAULT_GRID", "protect_scores", "scorer_order", "decrements", "build_budget_curve", "kept_per_head",
            "press_ratio", "integer_budgets", "curve_at_budget", "shuffle_heads",
-           "total_budget", "save_curve", "check_curve"]
+           "total_budget", "save_curve", "check_curve", "PROTOCOLS", "min_keep", "feasible_rows", "reverse_heads"]
 
 DEFAULT_GRID = np.round(np.arange(1, 100) / 100.0, 2)
 
@@ -67,11 +78,38 @@ def _check_pair(I, S, k):
     return I, S
 
 
+def min_keep(seq_len: int, sink: int, window: int) -> int:
+    """Per-head floor of the official profiler: max(round(0.01 T), sink + window)."""
+    return max(int(round(0.01 * int(seq_len))), int(sink) + int(window))
+
+
+def feasible_rows(rho_grid, seq_len: int, sink: int, window: int) -> np.ndarray:
+    """Rows of the grid the official profiler can reach exactly: rho <= 1 - floor / T (:func:`min_keep`)."""
+    grid = np.asarray(rho_grid, dtype=np.float64)
+    return grid <= 1.0 - min_keep(seq_len, sink, window) / int(seq_len) + 1e-12
+
+
+def _official_keep(I, S, grid, sink, window):
+    """Keep counts (len(grid), L*G) of one sample under the official step 2 (see the module docstring)."""
+    n_layers, n_kv, seq_len = I.shape
+    n_heads = n_layers * n_kv
+    mid = slice(sink, seq_len - window)
+    d = decrements(I[..., mid], S[..., mid]).reshape(n_heads, -1)
+    floor = min_keep(seq_len, sink, window)
+    cap = n_heads * (seq_len - floor)
+    targets = np.minimum([int(round(float(r) * n_heads * seq_len)) for r in grid], cap)
+    return heap_greedy_keep_counts(d, seq_len, np.maximum.accumulate(targets), min_keep=floor)
+
+
 def build_budget_curve(importances: list, scores: list, *, rho_grid: np.ndarray | None = None,
-                       sink: int = 4, window: int = 1) -> np.ndarray:
+                       sink: int = 4, window: int = 1, protocol: str = "official") -> np.ndarray:
     """Average per-sample optimal prune ratios: returns float32 (len(grid), L, G) (default grid
     0.01..0.99). One (L, G, T) importance and one (L, G, T) score array per sample (T may vary between
-    samples). Scores are protected (:func:`protect_scores`) before ordering."""
+    samples). ``protocol``: "official" (heap-greedy on the hull of the compressible tokens, sink and window
+    kept) or "sorted" (scores protected by :func:`protect_scores`, PAVA of all tokens, one global sort); see the
+    module docstring."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
     if len(importances) == 0:
         raise ValueError("importances must not be empty")
     if len(importances) != len(scores):
@@ -91,6 +129,13 @@ def build_budget_curve(importances: list, scores: list, *, rho_grid: np.ndarray 
             raise ValueError(f"sample {k}: (L, G) = {I.shape[:2]} differs from sample 0's {shape}")
         n_layers, n_kv, seq_len = I.shape
         n_heads = n_layers * n_kv
+        if protocol == "official":
+            if sink < 0 or window < 0 or sink + window >= seq_len:
+                raise ValueError(f"sample {k}: need sink, window >= 0 and sink + window < T = {seq_len}, got "
+                                 f"sink={sink}, window={window}")
+            keep = _official_keep(I, S, grid, sink, window)
+            total += (1.0 - keep / seq_len).reshape(grid.size, n_layers, n_kv)
+            continue
         pi = np.stack([protect_scores(S[l], sink=sink, window=window) for l in range(n_layers)])
         d = decrements(I, pi).reshape(n_heads, seq_len)
         order = greedy_order(hull_decrements(d))
@@ -192,3 +237,17 @@ def shuffle_heads(curve: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     perm = rng.permutation(c.shape[1] * c.shape[2])
     flat = c.reshape(c.shape[0], -1)[:, perm]
     return flat.reshape(c.shape).astype(c.dtype)
+
+
+def reverse_heads(curve: np.ndarray) -> np.ndarray:
+    """The adversarial control curve: in every row, the same set of per-head ratios handed out in reverse order
+    of the profiled ones (the head the profile prunes most is pruned least, ties by head index), so every row
+    keeps its mean (the same global budget) while the allocation runs against the profile."""
+    c = np.asarray(curve)
+    if c.ndim != 3:
+        raise ValueError(f"curve must have shape (rows, L, G), got {c.shape}")
+    flat = c.reshape(c.shape[0], -1)
+    order = np.argsort(flat, axis=1, kind="stable")               # ascending ratio
+    out = np.empty_like(flat)
+    np.put_along_axis(out, order, np.take_along_axis(flat, order[:, ::-1], axis=1), axis=1)
+    return out.reshape(c.shape).astype(c.dtype)
