@@ -9,6 +9,7 @@ from papers.dro_varclust.data import check_design, normalize_design
 
 __all__ = ["LASSO_GRID", "kmeans_variables", "corr_spectral", "ridge_coefficients", "ridge_nodewise",
            "lasso_coefficients", "lasso_cv_nodewise", "ssc_omp_coefficients", "ssc_omp", "ensc_coefficients", "ensc",
+           "ssc_lambda_z", "ssc_admm_coefficients", "ssc_admm", "lrr_coefficients", "lrr",
            "cord_matrix", "cord_acc", "mfc", "kmedoids_corr", "BASELINES"]
 
 LASSO_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
@@ -157,6 +158,131 @@ def ensc(X, K: int, lam: float = 0.9, gamma: float = 50.0) -> np.ndarray:
     return spectral_labels(affinity_from_coefficients(ensc_coefficients(X, lam, gamma)), K)
 
 
+def _check_positive(name: str, value) -> float:
+    value = float(value)
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive finite number, got {value}")
+    return value
+
+
+def _check_iterations(name: str, value) -> int:
+    if isinstance(value, bool) or int(value) != value or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def ssc_lambda_z(X, alpha: float) -> float:
+    r"""The Lasso weight of SSC, :math:`\lambda_z = \alpha / \mu_z` with
+    :math:`\mu_z = \min_i \max_{j \ne i} |x_i^\top x_j|` (Elhamifar & Vidal 2013, Prop. 1 and eq. (14): any
+    lambda_z <= 1 / mu_z gives C = 0)."""
+    X = check_design(X)
+    G = np.abs(X.T @ X)
+    np.fill_diagonal(G, 0.0)
+    mu_z = float(G.max(axis=1).min())
+    if mu_z <= 0:
+        raise ValueError("X has a column orthogonal to every other column; SSC's lambda_z = alpha / mu_z is undefined")
+    return _check_positive("alpha", alpha) / mu_z
+
+
+def ssc_admm_coefficients(X, alpha: float = 20.0, tol: float = 2e-4, max_iter: int = 200) -> np.ndarray:
+    r"""Sparse subspace clustering, Lasso version without the affine constraint (Elhamifar & Vidal, TPAMI 2013,
+    problem (13) with outliers off and the ADMM of their Section 5 / Appendix):
+
+    .. math:: \min_C \|C\|_1 + \tfrac{\lambda_z}{2}\|X - XC\|_F^2\quad \text{s.t. } \operatorname{diag}(C) = 0,
+
+    :math:`\lambda_z` from :func:`ssc_lambda_z`, ADMM penalty rho = alpha (as in the authors' code). Split
+    A = C - diag(C): A = (lambda_z X^T X + rho I)^{-1}(lambda_z X^T X + rho C - Delta) (inverse cached from one eigh),
+    J = soft(A + Delta / rho, 1 / rho), C = J - diag(J), Delta += rho (A - C). Stops when
+    max |A - C| and max |A - A_prev| are both <= ``tol`` or after ``max_iter`` iterations (no error), as in the
+    authors' code, whose defaults (2e-4, 200) are ours too. Returns C with a zero diagonal."""
+    X = check_design(X)
+    tol, max_iter = _check_positive("tol", tol), _check_iterations("max_iter", max_iter)
+    lam = ssc_lambda_z(X, alpha)
+    rho = float(alpha)
+    p = X.shape[1]
+    evals, V = np.linalg.eigh(X.T @ X)
+    inv = (V / (lam * evals + rho)) @ V.T  # (lambda_z X^T X + rho I)^{-1}, cached
+    base = (V * (lam * evals / (lam * evals + rho))) @ V.T  # inv @ (lambda_z X^T X)
+    C = np.zeros((p, p))
+    Delta = np.zeros((p, p))
+    A = np.zeros((p, p))
+    for _ in range(max_iter):
+        A_prev = A
+        A = base + inv @ (rho * C - Delta)
+        J = A + Delta / rho
+        C = np.sign(J) * np.maximum(np.abs(J) - 1.0 / rho, 0.0)
+        np.fill_diagonal(C, 0.0)
+        Delta = Delta + rho * (A - C)
+        if np.max(np.abs(A - C)) <= tol and np.max(np.abs(A - A_prev)) <= tol:
+            break
+    return C
+
+
+def ssc_admm(X, K: int, alpha: float = 20.0) -> np.ndarray:
+    """SSC-ADMM then the spectral step on |C| + |C|^T; alpha = 20 is the authors' default (not tuned)."""
+    X, K = _prepare(X, K)
+    return spectral_labels(affinity_from_coefficients(ssc_admm_coefficients(X, alpha)), K)
+
+
+def _svt(M: np.ndarray, tau: float) -> np.ndarray:
+    """Singular value thresholding: the prox of tau ||.||_* (Cai, Candes & Shen 2010)."""
+    U, sigma, Vt = np.linalg.svd(M, full_matrices=False)
+    keep = sigma > tau
+    return (U[:, keep] * (sigma[keep] - tau)) @ Vt[keep]
+
+
+def _shrink_columns(M: np.ndarray, tau: float) -> np.ndarray:
+    """The prox of tau ||.||_{2,1} (sum of column norms): each column scaled by max(0, 1 - tau / ||m_j||)."""
+    norms = np.linalg.norm(M, axis=0)
+    scale = np.where(norms > tau, 1.0 - tau / np.where(norms > 0, norms, 1.0), 0.0)
+    return M * scale[None, :]
+
+
+def lrr_coefficients(X, lam: float = 1.0, tol: float = 1e-8, max_iter: int = 2000, mu: float = 1e-6,
+                     mu_max: float = 1e10, growth: float = 1.1, return_noise: bool = False):
+    r"""Low-rank representation (Liu, Lin, Yan, Sun, Yu & Ma, TPAMI 2013, problem (7) with the
+    :math:`\ell_{2,1}` noise term), by their inexact ALM (Algorithm 1):
+
+    .. math:: \min_{Z, E} \|Z\|_* + \lambda\|E\|_{2,1}\quad\text{s.t. } X = XZ + E,
+
+    with J = Z split off: J = SVT_{1/mu}(Z + Y2 / mu); Z = (I + X^T X)^{-1}(X^T X - X^T E + J + (X^T Y1 - Y2) / mu);
+    E = column shrinkage_{lam/mu}(X - XZ + Y1 / mu); Y1 += mu (X - XZ - E), Y2 += mu (Z - J);
+    mu = min(growth mu, mu_max). Stops when max |X - XZ - E| and max |Z - J| are both <= ``tol``; the defaults
+    (mu 1e-6, mu_max 1e10, growth 1.1, tol 1e-8) are the paper's. RuntimeError when ``max_iter`` is reached.
+    Returns Z (p, p) (its diagonal is kept, as in LRR), and E with ``return_noise``."""
+    X = check_design(X)
+    lam, tol = _check_positive("lam", lam), _check_positive("tol", tol)
+    mu, mu_max = _check_positive("mu", mu), _check_positive("mu_max", mu_max)
+    max_iter = _check_iterations("max_iter", max_iter)
+    if not growth >= 1.0:
+        raise ValueError(f"growth must be >= 1, got {growth}")
+    n, p = X.shape
+    G = X.T @ X
+    evals, V = np.linalg.eigh(G)
+    inv = (V / (evals + 1.0)) @ V.T  # (I + X^T X)^{-1}, cached
+    Z, J, E = np.zeros((p, p)), np.zeros((p, p)), np.zeros((n, p))
+    Y1, Y2 = np.zeros((n, p)), np.zeros((p, p))
+    for it in range(max_iter):
+        J = _svt(Z + Y2 / mu, 1.0 / mu)
+        Z = inv @ (G - X.T @ E + J + (X.T @ Y1 - Y2) / mu)
+        XZ = X @ Z
+        E = _shrink_columns(X - XZ + Y1 / mu, lam / mu)
+        r1, r2 = X - XZ - E, Z - J
+        Y1 = Y1 + mu * r1
+        Y2 = Y2 + mu * r2
+        mu = min(growth * mu, mu_max)
+        if np.max(np.abs(r1)) <= tol and np.max(np.abs(r2)) <= tol:
+            return (Z, E) if return_noise else Z
+    raise RuntimeError(f"lrr_coefficients: the inexact ALM did not converge in {max_iter} iterations "
+                       f"(max |X - XZ - E| {np.max(np.abs(r1)):.3g}, max |Z - J| {np.max(np.abs(r2)):.3g}, tol {tol:g})")
+
+
+def lrr(X, K: int, lam: float = 1.0) -> np.ndarray:
+    """LRR then the spectral step on |Z| + |Z|^T; lam = 1 is our choice (not tuned)."""
+    X, K = _prepare(X, K)
+    return spectral_labels(affinity_from_coefficients(lrr_coefficients(X, lam)), K)
+
+
 # --------------------------------------------------------------------------------------- full scale only
 def cord_matrix(R) -> np.ndarray:
     r""":math:`\mathrm{CORD}(i, j) = \max_{k \ne i, j} |R_{ik} - R_{jk}|` of a correlation matrix R, row by row
@@ -261,5 +387,5 @@ def kmedoids_corr(X, K: int):
 
 
 BASELINES = {"lasso_cv": lasso_cv_nodewise, "ridge": ridge_nodewise, "corr_spectral": corr_spectral,
-             "kmeans": kmeans_variables, "ssc_omp": ssc_omp, "ensc": ensc, "cord": cord_acc, "mfc": mfc,
-             "kmedoids": kmedoids_corr}
+             "kmeans": kmeans_variables, "ssc_omp": ssc_omp, "ensc": ensc, "ssc_admm": ssc_admm, "lrr": lrr,
+             "cord": cord_acc, "mfc": mfc, "kmedoids": kmedoids_corr}

@@ -51,7 +51,7 @@ def _data(params: dict, seed: int, **overrides):
 
 
 def _tol(params: dict) -> dict:
-    return {"abs_tol": float(params.get("abs_tol", 1e-7)), "rel_tol": float(params.get("rel_tol", 1e-6))}
+    return {"abs_tol": float(params.get("abs_tol", 1e-9)), "rel_tol": float(params.get("rel_tol", 1e-8))}
 
 
 def _summary(values) -> dict:
@@ -468,14 +468,17 @@ def main_probe(params: dict, ctx: RunContext):
     Metrics: ``acc_by_seed``, ``ami_by_seed``, ``n_iter`` per seed; at the main configuration also
     ``published_by_seed``, ``acc_minus_published`` (lists in seed order) and the control
     ``control.random_affinity.acc_minus_published`` (null elsewhere, e.g. at smoke). CPU seconds of the radius and
-    of the ADMM solve go to timings.json (the measured unit of the projected full run).
+    of the ADMM solve go to timings.json (the measured unit of the projected full run). With ``compare_plain``
+    the former default solver (plain ADMM, abs_tol 1e-7, rel_tol 1e-6) also solves the same problem:
+    ``plain_admm.<seed>.{n_iter, accuracy, rel_obj_diff, max_abs_B_diff, same_labels}`` in the metrics, its CPU
+    time and the speed-up in timings.json.
     """
     seeds = [int(s) for s in params["seeds"]]
     main = (tuple(int(params[k]) for k in ("n", "p", "K")) == MAIN_CONFIG
             and set(seeds) <= set(PUBLISHED["dro_acc_by_seed"]))
     K, alpha, n_sim = int(params["K"]), float(params.get("alpha", 0.05)), int(params.get("n_sim", 1000))
     tol = _tol(params)
-    rows, acc, ami, iters, timings, control = [], {}, {}, {}, {}, {}
+    rows, acc, ami, iters, timings, control, plain = [], {}, {}, {}, {}, {}, {}
     for seed in seeds:
         X, y = _data(params, seed)
         start = time.process_time()
@@ -489,6 +492,17 @@ def main_probe(params: dict, ctx: RunContext):
         control[seed] = _score(y, random_affinity_labels(X.shape[1], K, random_affinity_generator(seed)))["accuracy"]
         timings[str(seed)] = {"radius_cpu_s": radius_cpu, "admm_cpu_s": solve_cpu,
                               "admm_cpu_s_per_iteration": solve_cpu / sol.n_iter}
+        if params.get("compare_plain", False):  # the former default on the same X and s: plain ADMM, tol 1e-7/1e-6
+            start = time.process_time()
+            old = solve_dro_nodewise(X, s, anderson=0, abs_tol=1e-7, rel_tol=1e-6)
+            old_cpu = time.process_time() - start
+            old_sc = _score(y, _labels_or_none(old.B, K))
+            plain[str(seed)] = {"n_iter": old.n_iter, "accuracy": old_sc["accuracy"],
+                                "rel_obj_diff": (sol.objective - old.objective) / old.objective,
+                                "max_abs_B_diff": float(np.max(np.abs(sol.B - old.B))),
+                                "same_labels": bool(old_sc["accuracy"] == sc["accuracy"])}
+            timings[str(seed)].update(plain_admm_cpu_s=old_cpu, plain_admm_cpu_s_per_iteration=old_cpu / old.n_iter,
+                                      speedup_plain_over_anderson=old_cpu / solve_cpu)
         _score_rows(rows, "dro", seed, sc)
         ctx.log(f"seed {seed}: accuracy {sc['accuracy']:.3f}, {sol.n_iter} iterations, {solve_cpu:.1f} s CPU")
     metrics = {"seeds": seeds, "main_config": main, "config": {k: int(params[k]) for k in ("n", "p", "K")},
@@ -496,6 +510,8 @@ def main_probe(params: dict, ctx: RunContext):
                "ami_by_seed": list(ami.values()), "n_iter": iters, **tol,
                "published_by_seed": None, "acc_minus_published": None,
                "control": {"random_affinity": {"acc_minus_published": None}}}
+    if plain:
+        metrics["plain_admm"] = plain
     if main:  # the release's table exists only for this configuration
         published = [PUBLISHED["dro_acc_by_seed"][s] for s in seeds]
         metrics.update(published_by_seed=published,

@@ -52,7 +52,7 @@ def test_cord_matches_direct_definition():
                 assert D[i, j] == pytest.approx(max(abs(R[i, k] - R[j, k]) for k in ks), abs=1e-15)
 
 
-@pytest.mark.parametrize("name", ["kmeans", "corr_spectral", "ridge", "lasso_cv", "cord", "mfc"])
+@pytest.mark.parametrize("name", ["kmeans", "corr_spectral", "ridge", "lasso_cv", "cord", "mfc", "ssc_admm", "lrr"])
 def test_baselines_recover_obvious_clusters(name):
     X, y = _blocks()
     labels = BL.BASELINES[name](X, 3)
