@@ -13,6 +13,8 @@ import time
 import llvmlite.binding as llvm
 import z3
 
+from papers.cirbench.limits import FORMAL_WALL_FACTOR, RLIMIT_PER_MS
+
 llvm.initialize_native_target()
 llvm.initialize_native_asmprinter()
 _TRIPLE = llvm.get_default_triple()
@@ -501,8 +503,17 @@ class _Encoder:
         return res, p
 
 
+def formal_rlimit(timeout_ms: int) -> int:
+    """z3 resource budget of a formal check with nominal time-out ``timeout_ms`` (see
+    :mod:`papers.cirbench.limits`)."""
+    return max(1, int(timeout_ms)) * RLIMIT_PER_MS
+
+
 def formal(src_ir: str, tgt_ir: str, function: str, timeout_ms: int = 10000) -> dict:
-    """Refinement check src -> tgt of one function in QF_BV; {'verdict', 'counterexample', 'detail', 'time_s'}."""
+    """Refinement check src -> tgt of one function in QF_BV; {'verdict', 'counterexample', 'detail', 'time_s'}.
+
+    The solver stops at the resource budget :func:`formal_rlimit` (deterministic) or, on a stuck solver, at
+    ``FORMAL_WALL_FACTOR * timeout_ms`` wall milliseconds (``wall_guard: True`` in the result); both are UNKNOWN."""
     t0 = time.perf_counter()
     mods = []
     for ir in (src_ir, tgt_ir):
@@ -527,7 +538,10 @@ def formal(src_ir: str, tgt_ir: str, function: str, timeout_ms: int = 10000) -> 
                 "time_s": time.perf_counter() - t0}
     refines = z3.Or(us, z3.And(z3.Not(ut), z3.Or(ps, z3.And(z3.Not(pt), rs == rt))))
     solver = z3.SolverFor("QF_BV")
-    solver.set("timeout", int(timeout_ms))
+    # the budget that decides is z3's resource limit (deterministic: the same query stops at the same point on
+    # a busy machine); the wall-clock limit, FORMAL_WALL_FACTOR times longer, only guards against a stuck solver
+    solver.set("rlimit", formal_rlimit(timeout_ms))
+    solver.set("timeout", int(timeout_ms * FORMAL_WALL_FACTOR))
     solver.set("random_seed", 0)
     solver.add(z3.Not(refines))
     res = solver.check()
@@ -542,8 +556,11 @@ def formal(src_ir: str, tgt_ir: str, function: str, timeout_ms: int = 10000) -> 
             w = a.size()
             cex[nm] = v - (1 << w) if v >> (w - 1) else v
         return {"verdict": "NOT_EQ", "counterexample": cex, "detail": "formal: counterexample", "time_s": dt}
-    return {"verdict": "UNKNOWN", "counterexample": None, "detail": f"formal: solver {solver.reason_unknown()}",
-            "time_s": dt}
+    reason = solver.reason_unknown()
+    if "timeout" in reason:  # the wall-clock guard, not the resource budget, stopped z3 (a heavily loaded machine)
+        return {"verdict": "UNKNOWN", "counterexample": None, "detail": "formal: wall-clock guard reached",
+                "time_s": dt, "wall_guard": True}
+    return {"verdict": "UNKNOWN", "counterexample": None, "detail": f"formal: solver {reason}", "time_s": dt}
 
 
 def in_fragment(ir: str, function: str) -> bool:
@@ -686,15 +703,19 @@ def batch(calls: list) -> list:
 
 
 def check_many(src_ir: str, cands: list, function: str, src_sig: dict, timeout_ms: int, do_formal: bool,
-               vectors: list, elem_bits: list, src_outputs: list, run_limit_s: float) -> None:
+               vectors: list, elem_bits: list, src_outputs: list, run_limit_s: float,
+               run_wall_s: float | None = None) -> None:
     """Check many candidates against one source in one child; one JSON line per finished candidate on stdout
     (so that the parent keeps the finished ones if a later candidate crashes or hangs the child). A JIT run
-    longer than ``run_limit_s`` (or a formal check longer than its timeout + 5 s) ends the child by SIGALRM."""
+    that uses more than ``run_limit_s`` seconds of CPU time ends the child by SIGPROF (CPU time, not wall
+    clock, so that load on the machine does not end a run early), one that takes more than ``run_wall_s`` wall
+    seconds (default 3 x ``run_limit_s``: a candidate that sleeps or blocks) by SIGALRM, and so does a formal
+    check that runs past its wall-clock guard + 5 s. The parent tells these apart from a crash by the signal."""
     import json
     import signal
     import sys
     for j, cand in enumerate(cands):
-        signal.setitimer(signal.ITIMER_REAL, timeout_ms / 1000 + 5.0)
+        signal.setitimer(signal.ITIMER_REAL, timeout_ms / 1000 * FORMAL_WALL_FACTOR + 5.0)
         v = verify(cand, function)
         sig = v["signature"]
         if not v["ok"]:
@@ -709,15 +730,18 @@ def check_many(src_ir: str, cands: list, function: str, src_sig: dict, timeout_m
             if do_formal:
                 f = formal(src_ir, cand, function, timeout_ms)
                 res["times"]["formal"] = f["time_s"]
-                res.update(verdict=f["verdict"], counterexample=f["counterexample"], detail=f["detail"])
+                res.update(verdict=f["verdict"], counterexample=f["counterexample"], detail=f["detail"],
+                           wall_guard=bool(f.get("wall_guard")))
                 if f["verdict"] != "UNKNOWN":
                     res["layer"] = "formal"
             if res["verdict"] == "UNKNOWN" and vectors:
                 t0 = time.perf_counter()
                 sys.stdout.write(json.dumps({"j": j, "running": True}) + "\n")
                 sys.stdout.flush()
-                signal.setitimer(signal.ITIMER_REAL, run_limit_s)
+                signal.setitimer(signal.ITIMER_REAL, run_wall_s or 3.0 * run_limit_s)
+                signal.setitimer(signal.ITIMER_PROF, run_limit_s)
                 outs = run_inputs(cand, function, vectors, elem_bits)["outputs"]
+                signal.setitimer(signal.ITIMER_PROF, 0)
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 bad = next((i for i, (a, b) in enumerate(zip(src_outputs, outs)) if a != b), None)
                 res["times"]["differential"] = time.perf_counter() - t0
@@ -731,3 +755,33 @@ def check_many(src_ir: str, cands: list, function: str, src_sig: dict, timeout_m
         signal.setitimer(signal.ITIMER_REAL, 0)
         sys.stdout.write(json.dumps({"j": j, "result": res}) + "\n")
         sys.stdout.flush()
+
+
+def callgrind_annotations(object_hexes: list, driver_c: str, runs: int) -> dict:
+    """Link the driver with the candidate objects (``gcc -O1``), run the program ``runs`` times under
+    ``valgrind --tool=callgrind`` and return ``{"annotations": [callgrind_annotate --inclusive=yes output per
+    run]}``, or ``{"error": ...}``. Runs in the performance sandbox (:func:`papers.cirbench.ir.perf_sandbox_call`),
+    in its scratch directory: the objects are compiled from model-written IR and execute only here."""
+    import pathlib
+    import subprocess
+
+    objects = []
+    for i, hexed in enumerate(object_hexes):
+        path = pathlib.Path(f"o{i}.o")
+        path.write_bytes(bytes.fromhex(hexed))
+        objects.append(str(path))
+    pathlib.Path("driver.c").write_text(driver_c)
+    link = subprocess.run(["gcc", "-O1", "-o", "prog", "driver.c", *objects], capture_output=True, text=True)
+    if link.returncode != 0:
+        return {"error": f"driver link failed: {link.stderr[-800:]}"}
+    annotations = []
+    for r in range(int(runs)):
+        out = f"cg{r}.out"
+        run = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "./prog"],
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            return {"error": f"callgrind failed: {run.stderr[-800:]}"}
+        ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", out],
+                             capture_output=True, text=True)
+        annotations.append(ann.stdout)
+    return {"annotations": annotations}

@@ -72,6 +72,10 @@ def compile_c(c_file: Path, *, frontend: str = "zig", opt: str = "-O0", clang: s
         if proc.returncode != 0 or not out.exists():
             raise CorpusError(f"{c_file.name} failed to compile: {proc.stderr.strip()[-500:]}")
         text = out.read_text()
+    # the compiler writes the path it was given (a temporary directory for generated sources, the checkout's
+    # location otherwise) into the module: keep only the file name, so that the IR (and every prompt and
+    # verdict built from it) is the same in every run and on every machine
+    text = re.sub(r"^; ModuleID = '.*'$", f"; ModuleID = '{c_file.name}'", text, flags=re.M)
     text = re.sub(r'^source_filename = ".*"$', f'source_filename = "{c_file.name}"', text, flags=re.M)
     return re.sub(r'^target triple = ".*"$', f'target triple = "{TRIPLE}"', text, flags=re.M)
 

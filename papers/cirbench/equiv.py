@@ -11,6 +11,12 @@ functions are JIT-ed (llvmlite MCJIT, in the sandbox) and run on a seeded input 
 integer argument, cartesian product capped at 256, plus ``n_random`` random vectors); inputs on which the
 source fails are dropped, a candidate failure or mismatch on a kept input is NOT_EQ, fewer than 8 kept
 inputs is UNKNOWN. (Replaces Alive2, which is not installable here; Lopes et al., PLDI 2021.)
+
+Time limits never decide EQ or NOT_EQ. The formal layer stops at a z3 resource budget (deterministic, see
+:mod:`papers.cirbench.limits`). A candidate's differential run is limited in CPU seconds
+(:func:`run_limit`, derived from the source's run); one that runs past it is run once more alone with
+:data:`RETRY_FACTOR` times the limit, and one that runs past that too gets its own verdict ``TIMEOUT`` (not EQ,
+not NOT_EQ). A candidate that crashes on an input the source runs on is NOT_EQ.
 """
 from __future__ import annotations
 
@@ -20,27 +26,67 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from papers.cirbench.limits import FORMAL_WALL_FACTOR
 from papers.cirbench.ir import IRError, sandbox_call, text_hash
 
-__all__ = ["EquivResult", "check_equivalence", "check_batch", "make_inputs", "LAYERS", "BUF_LEN"]
+__all__ = ["EquivResult", "check_equivalence", "check_batch", "make_inputs", "run_limit", "LAYERS", "VERDICTS",
+           "BUF_LEN", "RETRY_FACTOR", "RUN_STATS"]
 
 LAYERS = ("formal", "differential")
+VERDICTS = ("EQ", "NOT_EQ", "UNKNOWN", "TIMEOUT")
 BUF_LEN = 64
 MIN_KEPT = 8
-CALL_TIMEOUT_S = 0.5
+CALL_CPU_S = 1.0          # CPU seconds of one source call in the per-input fallback
+RUN_FLOOR_S = 0.5         # least CPU seconds a candidate's differential run gets (JIT compile included)
+RUN_SOURCE_FACTOR = 5     # ... or this many times the source's CPU time on the same inputs, if more
+RETRY_FACTOR = 10         # a candidate that runs past its limit is run once more with this many times the limit
+RUN_WALL_FACTOR = 3       # a run also ends after this many times its CPU limit in wall seconds (sleeps, blocks)
 _SOURCE_RUNS: dict = {}
+# run-dependent counts (provenance only, never metrics): first attempts that ran past their limit, retries
+RUN_STATS = {"retried": 0, "timeout_after_retry": 0}
 
 
 @dataclass
 class EquivResult:
-    """``verdict`` ("EQ", "NOT_EQ", "UNKNOWN"), ``layer`` ("formal", "differential" or None),
-    ``counterexample`` (dict or None), ``detail``; ``times`` (seconds per layer)."""
+    """``verdict`` ("EQ", "NOT_EQ", "UNKNOWN" or "TIMEOUT"), ``layer`` ("formal", "differential" or None),
+    ``counterexample`` (dict or None), ``detail``; ``times`` (seconds per layer); ``wall_guard``: the formal
+    layer was stopped by its wall-clock guard rather than by its resource budget (a heavily loaded machine)."""
 
     verdict: str
     layer: str | None
     counterexample: dict | None
     detail: str
     times: dict = field(default_factory=dict)
+    wall_guard: bool = False
+
+
+def run_limit(src_cpu_s: float) -> float:
+    """CPU seconds a candidate's differential run may use: ``max(RUN_FLOOR_S, RUN_SOURCE_FACTOR * src_cpu_s)``,
+    where ``src_cpu_s`` is the CPU time of the source's run on the same inputs (parse and JIT included). CPU
+    time, not wall clock, so that load does not end a run early; the retry gets RETRY_FACTOR times this.
+    Raises ValueError for a negative or non-finite time."""
+    if isinstance(src_cpu_s, bool) or not isinstance(src_cpu_s, (int, float)) or not np.isfinite(src_cpu_s) \
+            or src_cpu_s < 0:
+        raise ValueError(f"src_cpu_s must be a finite non-negative number, got {src_cpu_s!r}")
+    return max(RUN_FLOOR_S, RUN_SOURCE_FACTOR * float(src_cpu_s))
+
+
+def _limit(src_cpu_s: float, override: float | None) -> float:
+    if override is None:
+        return run_limit(src_cpu_s)
+    if isinstance(override, bool) or not isinstance(override, (int, float)) or not override > 0 \
+            or not np.isfinite(override):
+        raise ValueError(f"run_limit_s must be a positive number of CPU seconds, got {override!r}")
+    return float(override)
+
+
+def _timed_out(res) -> bool:
+    """Whether a sandbox child ended at a time limit (wall, RLIMIT_CPU, or the worker's SIGPROF/SIGALRM timer)
+    rather than by a crash."""
+    import signal
+
+    return res.status == "timeout" or res.returncode in (-int(signal.SIGPROF), -int(signal.SIGALRM),
+                                                          -int(signal.SIGXCPU))
 
 
 def _parse_spec(spec: str, ty: str):
@@ -109,44 +155,67 @@ def make_inputs(param_types: list[str], arg_specs: list[str] | None, *, n_random
     return vectors, elem_bits
 
 
-def _run_many(ir, function, vectors, elem_bits, timeout_s):
-    res = sandbox_call("run_inputs", ir, function, vectors, elem_bits, timeout_s=timeout_s)
+def _run_many(ir, function, vectors, elem_bits, cpu_s):
+    """Run ``function`` on every vector in one sandbox child limited to ``cpu_s`` CPU seconds (whole seconds,
+    rounded up, by RLIMIT_CPU) and RUN_WALL_FACTOR x ``cpu_s`` + 1 wall seconds; (outputs or None, CPU seconds
+    used, error text or None, timed out?)."""
+    from papers.cirbench.ir import _sandbox, track
+
+    res = track(_sandbox().call("papers.cirbench._worker:run_inputs", [ir, function, vectors, elem_bits],
+                                timeout_s=RUN_WALL_FACTOR * cpu_s + 1.0, cpu_s=cpu_s, memory_mb=1024))
     if res.ok and "outputs" in (res.value or {}):
-        return res.value["outputs"], res.wall_s, None
-    return None, res.wall_s, f"{res.status}: {res.error or (res.value or {}).get('error', '')}"[:300]
+        return res.value["outputs"], res.cpu_s, None, False
+    return None, res.cpu_s, f"{res.status}: {res.error or (res.value or {}).get('error', '')}"[:300], _timed_out(res)
 
 
 def _source_outputs(src_ir, function, vectors, elem_bits, key):
+    """(kept input indices, source outputs on them, CPU seconds of the source run), cached per source."""
     if key in _SOURCE_RUNS:
         return _SOURCE_RUNS[key]
-    outs, wall, err = _run_many(src_ir, function, vectors, elem_bits, timeout_s=max(5.0, 0.05 * len(vectors)))
+    outs, cpu, err, _ = _run_many(src_ir, function, vectors, elem_bits, cpu_s=max(5.0, 0.05 * len(vectors)))
     if outs is not None:
         kept = list(range(len(vectors)))
-    else:  # one call per input, each with its own limit; inputs on which the source fails are dropped
-        kept, outs, wall = [], [], 0.0
+    else:  # one call per input, each with its own CPU limit; inputs on which the source fails are dropped
+        kept, outs, cpu = [], [], 0.0
         for i, vec in enumerate(vectors):
-            o, w, e = _run_many(src_ir, function, [vec], elem_bits, timeout_s=CALL_TIMEOUT_S)
-            wall += w
+            o, c, e, _ = _run_many(src_ir, function, [vec], elem_bits, cpu_s=CALL_CPU_S)
             if o is not None:
                 kept.append(i)
                 outs.append(o[0])
-    _SOURCE_RUNS[key] = (kept, outs, wall)
+                cpu += c
+    _SOURCE_RUNS[key] = (kept, outs, cpu)
     return _SOURCE_RUNS[key]
 
 
+def _timeout_result(limit: float) -> EquivResult:
+    return EquivResult("TIMEOUT", "differential", None,
+                       f"differential: candidate ran past {limit:g} s CPU and past {RETRY_FACTOR * limit:g} s CPU "
+                       "on the retry", {})
+
+
 def differential(src_ir: str, tgt_ir: str, function: str, signature: dict, *, arg_specs=None,
-                 n_random: int = 64, seed: int = 0) -> EquivResult:
-    """Differential layer only (JIT both, compare return value and every buffer bitwise)."""
+                 n_random: int = 64, seed: int = 0, run_limit_s: float | None = None) -> EquivResult:
+    """Differential layer only (JIT both, compare return value and every buffer bitwise). A candidate that runs
+    past :func:`run_limit` (or ``run_limit_s``) is retried once with RETRY_FACTOR times the limit, then is
+    TIMEOUT."""
     t0 = time.perf_counter()
     vectors, elem_bits = make_inputs(signature["params"], arg_specs, n_random=n_random, seed=seed)
     key = (text_hash(src_ir), function, n_random, seed, str(arg_specs))
-    kept, src_outs, src_wall = _source_outputs(src_ir, function, vectors, elem_bits, key)
+    kept, src_outs, src_cpu = _source_outputs(src_ir, function, vectors, elem_bits, key)
     if len(kept) < MIN_KEPT:
         return EquivResult("UNKNOWN", None, None, f"differential: only {len(kept)} inputs kept",
                            {"differential": time.perf_counter() - t0})
     kept_vectors = [vectors[i] for i in kept]
-    outs, _, err = _run_many(tgt_ir, function, kept_vectors, elem_bits,
-                             timeout_s=max(2.0, 20 * src_wall + 1.0))
+    limit = _limit(src_cpu, run_limit_s)
+    outs, _, err, late = _run_many(tgt_ir, function, kept_vectors, elem_bits, cpu_s=limit)
+    if outs is None and late:
+        RUN_STATS["retried"] += 1
+        outs, _, err, late = _run_many(tgt_ir, function, kept_vectors, elem_bits, cpu_s=RETRY_FACTOR * limit)
+        if outs is None and late:
+            RUN_STATS["timeout_after_retry"] += 1
+            r = _timeout_result(limit)
+            r.times = {"differential": time.perf_counter() - t0}
+            return r
     dt = time.perf_counter() - t0
     if outs is None:
         return EquivResult("NOT_EQ", "differential", None, f"differential: candidate failed ({err})",
@@ -160,12 +229,13 @@ def differential(src_ir: str, tgt_ir: str, function: str, signature: dict, *, ar
 
 def check_equivalence(src_ir: str, tgt_ir: str, function: str, *, layers: tuple[str, ...] = LAYERS,
                       timeout_s: float = 10.0, n_random: int = 64, seed: int = 0,
-                      arg_specs: list[str] | None = None) -> EquivResult:
+                      arg_specs: list[str] | None = None, run_limit_s: float | None = None) -> EquivResult:
     """Does the candidate ``tgt_ir`` refine ``src_ir`` on ``function``? Layered: formal first; only a formal
     UNKNOWN falls back to the differential layer; a formal NOT_EQ is final.
 
     Examples: ``udiv i32 %x, 4`` vs ``lshr i32 %x, 2`` -> EQ (formal); ``icmp slt`` vs ``icmp ult`` ->
-    NOT_EQ with a counterexample. ``arg_specs`` (optional) are the kernel sidecar's argument specs.
+    NOT_EQ with a counterexample. ``arg_specs`` (optional) are the kernel sidecar's argument specs;
+    ``run_limit_s`` (optional) replaces the derived CPU limit of the candidate's differential run.
     Raises ValueError for an unknown layer, a missing function, different signatures or n_random < 0;
     IRError when either side does not parse or verify.
     """
@@ -182,7 +252,7 @@ def check_equivalence(src_ir: str, tgt_ir: str, function: str, *, layers: tuple[
             raise IRError(f"{name}: empty IR text")
     t0 = time.perf_counter()
     res = sandbox_call("check_pair", src_ir, tgt_ir, function, int(timeout_s * 1000), "formal" in layers,
-                       timeout_s=timeout_s + 30)
+                       timeout_s=timeout_s * FORMAL_WALL_FACTOR + 30)
     if not res.ok:
         raise IRError(f"LLVM failed on the input ({res.status}): {res.error}")
     out = res.value
@@ -204,21 +274,27 @@ def check_equivalence(src_ir: str, tgt_ir: str, function: str, *, layers: tuple[
         detail = f["detail"]
     else:
         detail = "formal layer not run"
+    guard = bool(out.get("formal", {}).get("wall_guard"))
     if "differential" in layers:
-        r = differential(src_ir, tgt_ir, function, ss, arg_specs=arg_specs, n_random=n_random, seed=seed)
+        r = differential(src_ir, tgt_ir, function, ss, arg_specs=arg_specs, n_random=n_random, seed=seed,
+                         run_limit_s=run_limit_s)
         r.times = {**times, **r.times}
         r.detail = f"{detail}; {r.detail}"
+        r.wall_guard = guard
         return r
-    return EquivResult("UNKNOWN", None, None, detail, times)
+    return EquivResult("UNKNOWN", None, None, detail, times, guard)
 
 
 def check_batch(src_ir: str, cands: list[str], function: str, *, arg_specs=None, timeout_s: float = 10.0,
-                n_random: int = 64, seed: int = 0, src_in_fragment: bool = True) -> list:
+                n_random: int = 64, seed: int = 0, src_in_fragment: bool = True,
+                run_limit_s: float | None = None) -> list:
     """Layered checks of many candidates against one (valid) source, mostly in one sandbox child.
 
     Returns, per candidate, an :class:`EquivResult` or None (invalid: does not verify, lacks the function or
-    has another signature). Same verdicts as :func:`check_equivalence`; a candidate that crashes or hangs the
-    shared child is re-checked alone with the per-call limits."""
+    has another signature). Same verdicts as :func:`check_equivalence`: a candidate whose differential run goes
+    past :func:`run_limit` CPU seconds is run once more alone with RETRY_FACTOR times the limit and is TIMEOUT
+    when it goes past that too; one that crashes on the kept inputs is NOT_EQ; one on which LLVM itself crashes
+    or hangs the shared child is re-checked alone with :func:`check_equivalence`."""
     import json
 
     sig_res = sandbox_call("verify", src_ir, function)
@@ -227,20 +303,18 @@ def check_batch(src_ir: str, cands: list[str], function: str, *, arg_specs=None,
     sig = sig_res.value["signature"]
     vectors, elem_bits = make_inputs(sig["params"], arg_specs, n_random=n_random, seed=seed)
     key = (text_hash(src_ir), function, n_random, seed, str(arg_specs))
-    kept, src_outs, src_wall = _source_outputs(src_ir, function, vectors, elem_bits, key)
+    kept, src_outs, src_cpu = _source_outputs(src_ir, function, vectors, elem_bits, key)
     kept_vectors = [vectors[i] for i in kept] if len(kept) >= MIN_KEPT else []
-    results: list = [None] * len(cands)
-    done = [False] * len(cands)
-    start = 0
-    while start < len(cands):
-        todo = list(range(start, len(cands)))
-        # the same limit as a lone differential check (differential()): a floor well above a JIT compile on a
-        # busy machine, so that only a real hang, not load, ends a candidate as NOT_EQ
-        run_limit = max(5.0, 20 * src_wall + 1.0)
-        res = _sandbox_batch(src_ir, [cands[j] for j in todo], function, sig, timeout_s, src_in_fragment,
-                             kept_vectors, elem_bits, src_outs if kept_vectors else [], run_limit,
-                             wall=10.0 + len(todo) * (timeout_s + 6 + run_limit))
-        last, running = -1, None
+    limit = _limit(src_cpu, run_limit_s)
+    outs_kept = src_outs if kept_vectors else []
+
+    def run(idx, do_formal, lim):
+        """One child over candidates ``idx``: ({position: EquivResult or None}, position running when it died
+        or None, the SandboxResult)."""
+        res = _sandbox_batch(src_ir, [cands[j] for j in idx], function, sig, timeout_s, do_formal, kept_vectors,
+                             elem_bits, outs_kept, lim,
+                             wall=10.0 + len(idx) * (timeout_s * FORMAL_WALL_FACTOR + 6 + RUN_WALL_FACTOR * lim))
+        got, running = {}, None
         for line in (res.stdout or "").splitlines():
             try:
                 msg = json.loads(line)
@@ -249,37 +323,55 @@ def check_batch(src_ir: str, cands: list[str], function: str, *, arg_specs=None,
             if "running" in msg:
                 running = msg["j"]
             if "result" in msg:
-                j = todo[msg["j"]]
                 r = msg["result"]
-                results[j] = None if not r["valid"] else EquivResult(r["verdict"], r["layer"], r["counterexample"],
-                                                                     r["detail"], r["times"])
+                got[msg["j"]] = None if not r["valid"] else EquivResult(
+                    r["verdict"], r["layer"], r["counterexample"], r["detail"], r["times"],
+                    bool(r.get("wall_guard")))
                 if r["valid"] and r["verdict"] == "UNKNOWN" and not kept_vectors:
-                    results[j].detail += f"; differential: only {len(kept)} inputs kept"
-                done[j] = True
-                last = msg["j"]
-        if all(done[j] for j in todo):
+                    got[msg["j"]].detail += f"; differential: only {len(kept)} inputs kept"
+        return got, (running if running is not None and running not in got else None), res
+
+    results: list = [None] * len(cands)
+    start = 0
+    while start < len(cands):
+        todo = list(range(start, len(cands)))
+        got, running, res = run(todo, src_in_fragment, limit)
+        for pos, r in got.items():
+            results[todo[pos]] = r
+        if len(got) == len(todo):
             break
-        j = todo[last + 1]
-        if running == last + 1:  # ran past its limit (or crashed) on kept inputs: NOT_EQ
+        pos = min(set(range(len(todo))) - set(got))
+        j = todo[pos]
+        if running == pos and _timed_out(res):  # ran past its limit: once more alone, with a much larger one
+            RUN_STATS["retried"] += 1
+            got1, running1, res1 = run([j], False, RETRY_FACTOR * limit)
+            if 0 in got1:
+                results[j] = got1[0]
+            elif running1 == 0 and _timed_out(res1):
+                RUN_STATS["timeout_after_retry"] += 1
+                results[j] = _timeout_result(limit)
+            else:
+                results[j] = EquivResult("NOT_EQ", "differential", None,
+                                         f"differential: candidate failed ({res1.status}) on kept inputs", {})
+        elif running == pos:  # crashed on inputs the source runs on
             results[j] = EquivResult("NOT_EQ", "differential", None,
                                      f"differential: candidate failed ({res.status}) on kept inputs", {})
-            done[j] = True
-            start = j + 1
-            continue
-        try:  # LLVM crashed or hung on the candidate itself: alone, with the per-call limits
-            results[j] = check_equivalence(src_ir, cands[j], function, timeout_s=timeout_s, n_random=n_random,
-                                           seed=seed, arg_specs=arg_specs)
-        except (IRError, ValueError, TypeError):
-            results[j] = None
-        done[j] = True
+        else:  # LLVM crashed or hung on the candidate itself: alone, with the per-call limits
+            try:
+                results[j] = check_equivalence(src_ir, cands[j], function, timeout_s=timeout_s,
+                                               n_random=n_random, seed=seed, arg_specs=arg_specs,
+                                               run_limit_s=run_limit_s)
+            except (IRError, ValueError, TypeError):
+                results[j] = None
         start = j + 1
     return results
 
 
-def _sandbox_batch(src_ir, cands, function, sig, timeout_s, do_formal, vectors, elem_bits, src_outs, run_limit,
+def _sandbox_batch(src_ir, cands, function, sig, timeout_s, do_formal, vectors, elem_bits, src_outs, run_limit_s,
                    wall):
-    from papers.cirbench.ir import _sandbox
+    from papers.cirbench.ir import _sandbox, track
 
-    return _sandbox().call("papers.cirbench._worker:check_many",
-                           [src_ir, cands, function, sig, int(timeout_s * 1000), do_formal, vectors, elem_bits,
-                            src_outs, run_limit], timeout_s=wall, memory_mb=1024, max_output_bytes=1 << 22)
+    return track(_sandbox().call("papers.cirbench._worker:check_many",
+                                 [src_ir, cands, function, sig, int(timeout_s * 1000), do_formal, vectors,
+                                  elem_bits, src_outs, run_limit_s], timeout_s=wall, memory_mb=1024,
+                                 max_output_bytes=1 << 22))

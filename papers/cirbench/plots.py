@@ -65,13 +65,13 @@ def _layers(results: Path, out: Path) -> None:
     m = read_metrics(results / "benchmark" / "metrics.json")
     layers = m["layers"]
     rs = [r for r in REWRITERS if r in layers]
-    keys = ["formal_eq", "differential_eq", "not_eq", "unknown", "invalid"]
-    colors = ["#009E73", "#56B4E9", "#D55E00", "#999999", "#000000"]
+    keys = ["formal_eq", "differential_eq", "not_eq", "unknown", "timeout", "invalid"]
+    colors = ["#009E73", "#56B4E9", "#D55E00", "#999999", "#E69F00", "#000000"]
     fig, axes = new_figure(width=5.6, height=3.4)
     ax = axes[0, 0]
     bottom = np.zeros(len(rs))
     for key, col in zip(keys, colors):
-        vals = np.array([layers[r][key] for r in rs], dtype=float)
+        vals = np.array([layers[r].get(key, 0) for r in rs], dtype=float)
         tot = np.array([sum(layers[r].values()) for r in rs], dtype=float)
         share = vals / np.maximum(tot, 1)
         ax.bar(rs, share, bottom=bottom, color=col, label=key.replace("_", " "))
