@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import pandas as pd
+from scipy.stats import t as student_t
 from threadpoolctl import threadpool_limits
 
 from shared import results, seeding
@@ -18,6 +19,8 @@ from shared.experiment import RunContext, main
 from shared.timing import time_calls
 
 from .bandit import run_mnl_bandit
+from .certify import certify_drao
+from .placements import PLACEMENTS, placement_values, solve_placement
 from .learning import fit_mnl_mle, make_contextual_data
 from .mnl import is_revenue_ordered, mnl_revenue, revenue_ordered_sets, solve_mnl_assortment, solve_mnl_lp
 from .online import etc_expected_regret, etc_exploration_length, robust_decision_gaps
@@ -612,7 +615,137 @@ def run_bandit(params: dict, ctx: RunContext):
     return rows, metrics
 
 
+# ----------------------------------------------------------------------------------------------------------
+def run_exactness_large(params: dict, ctx: RunContext):
+    """Capacitated fast solver against an LP certificate (Davis-Gallego-Topaloglu LP per dual level, certified
+    1-D branch and bound over the dual) at N = 50-200, where brute force cannot run.
+
+    Instances cycle through size x divergence; capacity and rho are drawn per instance. The control is the
+    best revenue-ordered set with |S| <= C (the prefix restriction), judged against the same certificate.
+    """
+    sizes, divs = [int(n) for n in params["sizes"]], list(params["divergences"])
+    combos = list(itertools.product(sizes, divs))
+    tol = float(params["tol"])
+    table = []
+    with threadpool_limits(1):
+        for k, rng in enumerate(_rngs(ctx, params["n_per_combo"] * len(combos), "instances")):
+            n_items, div = combos[k % len(combos)]
+            cap = int(rng.choice(params["capacities"]))
+            rho = float(rng.choice(params["rhos"]))
+            v, r = random_instance(rng, n_items)
+            fast = solve_drao(v, r, rho, div, cap)
+            cert = certify_drao(v, r, rho, div, cap, tol=tol)
+            order = np.argsort(-r, kind="stable")
+            prefix_best = max(robust_revenue(v, r, sorted(order[:j].tolist()), rho, div) for j in range(cap + 1))
+            scale = max(1.0, abs(cert.upper))
+            table.append({"instance": k, "N": n_items, "C": cap, "rho": rho, "divergence": div,
+                          "fast_value": fast.value, "cert_lower": cert.lower, "cert_upper": cert.upper,
+                          "rel_shortfall": (cert.upper - fast.value) / scale,
+                          "rel_excess": (fast.value - cert.upper) / scale,
+                          "cert_width": cert.upper - cert.lower, "n_lp": cert.n_lp,
+                          "lp_fractionality": cert.max_fractionality,
+                          "same_set": fast.items == cert.items,
+                          "prefix_value": prefix_best, "prefix_rel_shortfall": (cert.upper - prefix_best) / scale,
+                          "fast_items": " ".join(map(str, fast.items)),
+                          "cert_items": " ".join(map(str, cert.items))})
+    frame = pd.DataFrame(table)
+    with results.atomic_path(ctx.out_dir / "exactness_large.csv") as tmp:
+        frame.to_csv(tmp, index=False, float_format="%.17g")
+    rows = [{"method": method, "seed": int(t["instance"]), "step": int(t["N"]), "metric": "robust_value",
+             "value": float(t[col]), "divergence": t["divergence"], "C": int(t["C"]), "rho": float(t["rho"])}
+            for t in table for method, col in (("fast", "fast_value"), ("reference", "cert_upper"),
+                                               ("prefix", "prefix_value"))]
+    metrics = {
+        "max_rel_shortfall": float(frame["rel_shortfall"].max()),
+        "max_rel_excess": float(frame["rel_excess"].max()),
+        "max_cert_width": float(frame["cert_width"].max()),
+        "max_lp_fractionality": float(frame["lp_fractionality"].max()),
+        "same_set_fraction": float(frame["same_set"].mean()),
+        "n_instances": int(len(frame)), "sizes": sizes, "tol": tol,
+        "mean_lp_solves": float(frame["n_lp"].mean()),
+        "max_rel_shortfall_by_size": {str(n): float(g["rel_shortfall"].max()) for n, g in frame.groupby("N")},
+        "max_rel_shortfall_by_divergence": {d: float(g["rel_shortfall"].max()) for d, g in frame.groupby("divergence")},
+        "control": {"prefix_max_rel_shortfall": float(frame["prefix_rel_shortfall"].max()),
+                    "prefix_fraction_optimal": float((frame["prefix_rel_shortfall"] <= 1e-9).mean())},
+    }
+    return rows, metrics
+
+
+# ----------------------------------------------------------------------------------------------------------
+_PLACEMENT_VERDICTS = (   # (claim of the choice placement, per-instance quantity, op, threshold)
+    ("prefix", "revenue_ordered", ">=", 1.0),
+    ("larger-sets", "size_diff", ">=", 1.0),
+    ("robust-gain", "rel_gain", ">=", 0.05),
+    ("nominal-cost", "rel_nominal_loss", "<=", 0.1),
+)
+
+
+def _interval_verdict(values, op: str, threshold: float) -> tuple[str, float, float, float]:
+    """(verdict, mean, lower, upper) of a 95% t interval of the mean against ``op threshold``; a claim on a
+    fraction of 1 (``prefix``) holds only when every instance satisfies it."""
+    x = np.asarray(values, dtype=float)
+    mean, se = _mean_se(x)
+    half = (float(student_t.ppf(0.975, x.size - 1)) * se) if x.size > 1 else 0.0
+    lo, hi = mean - half, mean + half
+    if op == ">=" and threshold == 1.0 and np.all((x == 0.0) | (x == 1.0)):
+        return ("holds" if mean >= 1.0 else "fails"), mean, lo, hi
+    if op == ">=":
+        verdict = "holds" if lo >= threshold else ("fails" if hi < threshold else "inconclusive")
+    else:
+        verdict = "holds" if hi <= threshold else ("fails" if lo > threshold else "inconclusive")
+    return verdict, mean, lo, hi
+
+
+def run_placements(params: dict, ctx: RunContext):
+    """Where the ambiguity set sits (choice distribution / preference weights / context distribution) and which
+    verdicts of the value_of_robustness claims change with it; no capacity, all subsets enumerated."""
+    n_items, sigma = int(params["n_items"]), float(params["segment_sigma"])
+    radius = {"choice": float(params["choice_rho"]), "weights": float(params["weight_delta"]),
+              "context": float(params["context_rho"])}
+    rows, per, table = [], {}, []
+    with threadpool_limits(1):
+        for n_seg in [int(m) for m in params["segments"]]:
+            stats = {p: {q: [] for _, q, _, _ in _PLACEMENT_VERDICTS} for p in PLACEMENTS}
+            for k, rng in enumerate(_rngs(ctx, params["n_instances"], "instances", f"M{n_seg}")):
+                v, r = random_instance(rng, n_items)
+                V = v[None, :] * (np.exp(sigma * rng.standard_normal((n_seg, n_items))) if n_seg > 1 else 1.0)
+                nom = solve_placement(V, r, "nominal", 0.0)
+                for place in PLACEMENTS:
+                    rob = solve_placement(V, r, place, radius[place])
+                    wc_nom = float(placement_values(V, r, [nom.items], place, radius[place])[0])
+                    nom_of_rob = float(placement_values(V, r, [rob.items], "nominal", 0.0)[0])
+                    st = stats[place]
+                    st["revenue_ordered"].append(float(is_revenue_ordered(rob.items, r)))
+                    st["size_diff"].append(float(len(rob.items) - len(nom.items)))
+                    st["rel_gain"].append((rob.value - wc_nom) / wc_nom if wc_nom > 0 else 0.0)
+                    st["rel_nominal_loss"].append((nom.value - nom_of_rob) / nom.value)
+                    rows.append({"method": place, "seed": k, "step": n_seg, "metric": "robust_value",
+                                 "value": rob.value})
+            per[str(n_seg)] = {}
+            for place in PLACEMENTS:
+                out = {"radius": radius[place]}
+                for claim, key, op, thr in _PLACEMENT_VERDICTS:
+                    verdict, mean, lo, hi = _interval_verdict(stats[place][key], op, thr)
+                    out[key] = {"per_instance": stats[place][key], "mean": mean, "ci95": [lo, hi],
+                                "verdict": verdict}
+                    table.append({"segments": n_seg, "placement": place, "claim": claim,
+                                  "check": f"{key} {op} {thr:g}", "mean": mean, "ci95_low": lo, "ci95_high": hi,
+                                  "verdict": verdict})
+                per[str(n_seg)][place] = out
+    frame = pd.DataFrame(table)
+    with results.atomic_path(ctx.out_dir / "placements.csv") as tmp:
+        frame.to_csv(tmp, index=False, float_format="%.17g")
+    depends = sorted({f"M={t['segments']}:{t['claim']}" for t in table
+                      if len(frame[(frame.segments == t["segments"]) & (frame.claim == t["claim"])]
+                             ["verdict"].unique()) > 1})
+    metrics = {"by_segments": per, "n_instances": int(params["n_instances"]),
+               "verdicts_depending_on_placement": depends, "n_verdicts_depending": len(depends)}
+    return rows, metrics
+
+
 EXPERIMENTS = {
+    "placements": run_placements,
+    "exactness_large": run_exactness_large,
     "exactness": run_exactness,
     "duality": run_duality,
     "value_of_robustness": run_value_of_robustness,
