@@ -17,7 +17,7 @@ from threadpoolctl import threadpool_limits
 from shared.experiment import RunContext, main
 from shared.results import mean_and_se, write_arrays, write_metrics
 
-from papers.opo_cmab.baselines import FALCON, EpsilonGreedy, SquareCB, Supervised, Uniform
+from papers.opo_cmab.baselines import FALCON, AdaCB, EpsilonGreedy, RegCB, SquareCB, Supervised, Uniform
 from papers.opo_cmab.envs import make_env
 from papers.opo_cmab.opo import OPOCMAB, check_distribution
 from papers.opo_cmab.oracles import FiniteClassOracle, RidgeOracle
@@ -77,6 +77,10 @@ def config_label(spec: dict) -> str:
         return f"opo_eta{spec['eta']:g}_gamma{spec['gamma']:g}"
     if algo in ("squarecb", "falcon"):
         return f"{algo}_gs{spec['gamma_scale']:g}"
+    if algo == "regcb":
+        return f"regcb_c0{spec['c0']:g}"
+    if algo == "adacb":
+        return f"adacb_gs{spec['gamma_scale']:g}_c0{spec['c0']:g}"
     if algo == "opo_theory":
         return "opo_theory"
     return algo
@@ -104,6 +108,11 @@ def make_agent(spec: dict, env, oracle_kind: str, oracle_seed: int, lam: float =
     if algo == "falcon":
         return FALCON(A, oracle, gamma_scale=spec["gamma_scale"], delta=spec.get("delta", 0.05),
                       log_class_size=spec.get("log_class_size"))
+    if algo == "regcb":
+        return RegCB(A, oracle, c0=spec["c0"])
+    if algo == "adacb":
+        return AdaCB(A, oracle, gamma_scale=spec["gamma_scale"], c0=spec["c0"],
+                     gamma_exp=spec.get("gamma_exp", 0.5))
     if algo == "greedy":
         return EpsilonGreedy(A, oracle, eps=0.0)
     if algo == "eps_greedy":
@@ -124,7 +133,13 @@ def _seed(ctx: RunContext, *names: str) -> int:
 
 
 def _grid(params: dict, family: str) -> list[dict]:
-    """Configurations of one algorithm family from the params."""
+    """Configurations of one algorithm family from the params (RegCB and AdaCB: none when their grid keys
+    ``regcb_c0`` / ``adacb_gamma_scale`` and ``adacb_c0`` are absent)."""
+    if family == "regcb":
+        return [{"algo": "regcb", "c0": float(c)} for c in params.get("regcb_c0", [])]
+    if family == "adacb":
+        return [{"algo": "adacb", "gamma_scale": float(g), "c0": float(c)}
+                for g in params.get("adacb_gamma_scale", []) for c in params.get("adacb_c0", [])]
     if family == "opo":
         return [{"algo": "opo", "eta": float(e), "gamma": float(g)}
                 for e in params["opo_eta"] for g in params["opo_gamma"]]
@@ -185,9 +200,10 @@ def synthetic(params: dict, ctx: RunContext):
     """Pseudo-regret on realisable finite classes, with hyper-parameters tuned on held-out seeds.
 
     For each problem: (1) tuning: every configuration of the OPO grid, of OPO without bonus (gamma = 0, each
-    eta), of SquareCB and of FALCON runs on ``tune_seeds`` seeds; the configuration with the smallest mean final
-    regret is selected per family. (2) evaluation on ``eval_seeds`` other seeds (other envs): the tuned
-    configurations, OPO with the tuned eta and the bonus removed (gamma = 0, the negative control), the theory
+    eta), of SquareCB, of FALCON, of RegCB (``regcb_c0``) and of AdaCB (``adacb_gamma_scale`` x ``adacb_c0``)
+    runs on ``tune_seeds`` seeds; the configuration with the smallest mean final regret is selected per family.
+    (2) evaluation on ``eval_seeds`` other seeds (other envs): the tuned configurations (RegCB and AdaCB
+    included), OPO with the tuned eta and the bonus removed (gamma = 0, the negative control), the theory
     tuning with and without its bonus, greedy, epsilon-greedy and uniform. Problems with ``eval_only: true``
     skip the tuning and evaluate only ``eval_methods`` (theory tuning, no grid); a problem may set its own
     ``eval_seeds``.
@@ -196,7 +212,9 @@ def synthetic(params: dict, ctx: RunContext):
     ``per_seed.final/slope/normalised.<method>`` (lists over the eval seeds; slope of log R(t) on log t over the
     checkpoints; normalised = R(K) / sqrt(K |A| ln |F|); late_rate = (R(K) - R(K/2)) / (K/2), the mean regret
     per round over the second half, which stays bounded away from 0 exactly when the learner has locked in),
-    ``per_seed.minus_greedy.<method>``, ``per_seed.ratio_to_squarecb.<method>`` and
+    ``per_seed.minus_greedy.<method>``, ``per_seed.ratio_to_{squarecb,regcb,adacb}.<method>``,
+    ``per_seed.opo_minus.<baseline>``
+    (R_OPO(K) - R_baseline(K) for the tuned SquareCB, FALCON, RegCB and AdaCB) and
     ``per_seed.bonus_gain.<method>`` (R without the bonus - R with it; paired per seed), the theory tuning, and
     ``scaling`` (:func:`scaling_exponents` of the theory-tuned OPO).
     """
@@ -220,7 +238,8 @@ def synthetic(params: dict, ctx: RunContext):
                 evals.update(opo_theory=theory, opo_theory_nobonus={**theory, "gamma": 0.0})
             if not problem.get("eval_only", False):
                 families = {fam: {config_label(s): s for s in _grid(params, fam)}
-                            for fam in ("opo", "opo_nobonus", "squarecb", "falcon")}
+                            for fam in ("opo", "opo_nobonus", "squarecb", "falcon", "regcb", "adacb")
+                            if _grid(params, fam)}
                 grid = {lab: spec for fam in families.values() for lab, spec in fam.items()}
                 n_tune_p = int(problem.get("tune_seeds", n_tune))
                 tune = _run_specs(ctx, pkey, problem, grid, K, list(range(n_tune_p)), "tune", checkpoints, rows,
@@ -233,6 +252,7 @@ def synthetic(params: dict, ctx: RunContext):
                               "opo_nobonus_tuned": grid[tuned["opo_nobonus"]],
                               "squarecb_tuned": grid[tuned["squarecb"]], "falcon_tuned": grid[tuned["falcon"]],
                               "eps_greedy": {"algo": "eps_greedy", "eps": float(params.get("eps", 0.05))}})
+                evals.update({f"{fam}_tuned": grid[tuned[fam]] for fam in ("regcb", "adacb") if fam in tuned})
                 block["tuning"]["seeds"] = n_tune_p
                 ctx.log(f"{pkey}: tuned on {n_tune_p} held-out seeds: {tuned}")
             evals = {k: v for k, v in evals.items() if k in problem.get("eval_methods", evals)}
@@ -242,12 +262,20 @@ def synthetic(params: dict, ctx: RunContext):
             metrics[pkey] = block
             for name, r in regret.items():
                 curves[f"{pkey}__{name}"] = r.mean(axis=0)
+                curves[f"{pkey}__{name}__se"] = _se_curve(r)
             ctx.log(f"{pkey}: evaluated {len(evals)} methods on {len(seeds)} seeds, K={K}")
     metrics["scaling"] = scaling_exponents(metrics, params["problems"], "opo_theory", K)
     write_arrays(ctx.out_dir / "curves.npz", **curves)
     rps = {p: {lab: K * len(v) / sum(v) for lab, v in d.items()} for p, d in timings.items()}
     write_metrics({"rounds_per_second": rps}, ctx.out_dir / "timings.json")
     return rows, metrics
+
+
+def _se_curve(r: np.ndarray) -> np.ndarray:
+    """Standard error of the mean over the rows (seeds) at every round (zeros with one row)."""
+    if r.shape[0] < 2:
+        return np.zeros(r.shape[1])
+    return r.std(axis=0, ddof=1) / math.sqrt(r.shape[0])
 
 
 def scaling_exponents(metrics: dict, problems: list[dict], method: str, K: int) -> dict | None:
@@ -292,9 +320,14 @@ def _eval_metrics(regret: dict, checkpoints, n_models: int, A: int) -> dict:
                 "normalised": {n: (v / scale).tolist() for n, v in final.items()}}
     if "greedy" in final:
         per_seed["minus_greedy"] = {n: (v - final["greedy"]).tolist() for n, v in final.items() if n != "greedy"}
-    if "squarecb_tuned" in final:
-        per_seed["ratio_to_squarecb"] = {n: (v / np.maximum(final["squarecb_tuned"], 1e-12)).tolist()
-                                         for n, v in final.items() if n != "squarecb_tuned"}
+    if "opo_tuned" in final:
+        per_seed["opo_minus"] = {n: (final["opo_tuned"] - final[n]).tolist()
+                                 for n in ("squarecb_tuned", "falcon_tuned", "regcb_tuned", "adacb_tuned")
+                                 if n in final}
+    for base in ("squarecb", "regcb", "adacb"):
+        if f"{base}_tuned" in final:
+            per_seed[f"ratio_to_{base}"] = {n: (v / np.maximum(final[f"{base}_tuned"], 1e-12)).tolist()
+                                            for n, v in final.items() if n != f"{base}_tuned"}
     out = {"final": {n: float(v.mean()) for n, v in final.items()},
            "final_se": {n: mean_and_se(v)[1] for n, v in final.items()},
            "slope_of_mean": {n: loglog_slope(checkpoints, np.maximum(r.mean(axis=0)[idx], 1e-12))
@@ -310,7 +343,8 @@ def _eval_metrics(regret: dict, checkpoints, n_models: int, A: int) -> dict:
 
 
 # --------------------------------------------------------------------------------------------- streams
-STREAM_FAMILIES = ("opo", "squarecb", "eps_greedy", "uniform", "supervised")
+STREAM_FAMILIES = ("opo", "squarecb", "regcb", "adacb", "eps_greedy", "uniform", "supervised")
+STREAM_COMPARED = ("eps_greedy", "squarecb", "regcb", "adacb")  # the baselines OPO is compared with
 
 
 def streams(params: dict, ctx: RunContext):
@@ -320,13 +354,16 @@ def streams(params: dict, ctx: RunContext):
     Metrics under ``streams.<name>``: ``tuning.final_pv.<config>``, ``tuned.<family>``, ``pv.<family>`` (tuned,
     mean over the evaluation shuffles), ``pv_minus_supervised.<family>``, ``per_shuffle.<family>``, ``wins``
     (significance test). Summaries over streams, each with a per-shuffle list ``by_shuffle`` (the claims' samples):
-    ``gap_uniform`` (min over streams of PV_uniform - PV_OPO), ``diff_eps_greedy`` and ``diff_squarecb`` (mean
-    over streams of PV_OPO - PV_other); ``control.uniform.*`` the same with uniform play in place of OPO.
+    ``gap_uniform`` (min over streams of PV_uniform - PV_OPO), ``diff_eps_greedy``, ``diff_squarecb``,
+    ``diff_regcb`` and ``diff_adacb`` (mean over streams of PV_OPO - PV_other, for the baselines that ran);
+    ``control.uniform.*`` the same with uniform play in place of OPO. RegCB (grid ``regcb_c0``) and AdaCB (grid
+    ``adacb_gamma_scale`` x ``adacb_c0``) are tuned like OPO and SquareCB.
     """
     names, n_shuffles, lam = list(params["streams"]), int(params["shuffles"]), float(params.get("lam", 1.0))
     n_tune = int(params.get("tune_shuffles", 0))
     rows, per_stream, curves, timings = [], {}, {}, {}
-    by_family = {fam: {config_label(s): s for s in _grid(params, fam)} for fam in STREAM_FAMILIES}
+    by_family = {fam: {config_label(s): s for s in _grid(params, fam)} for fam in STREAM_FAMILIES
+                 if _grid(params, fam)}
 
     def play(name, spec, role, sh):
         env_seed, run_seed = _seed(ctx, name, role, "shuffle", str(sh)), _seed(ctx, name, role, "run", str(sh))
@@ -349,16 +386,17 @@ def streams(params: dict, ctx: RunContext):
                 tuned = {fam: min(specs, key=lambda lab: (tuning[lab], lab)) for fam, specs in by_family.items()}
             else:
                 tuned = {fam: min(specs) for fam, specs in by_family.items()}
-            final, pv_sum = {fam: np.empty(n_shuffles) for fam in by_family}, {}
+            final, pv_all = {fam: np.empty(n_shuffles) for fam in by_family}, {}
             for sh in range(n_shuffles):
                 for fam, lab in tuned.items():
                     n, pv = play(name, by_family[fam][lab], "eval", sh)
                     final[fam][sh] = pv[-1]
-                    pv_sum[fam] = pv_sum.get(fam, 0.0) + pv
+                    pv_all.setdefault(fam, []).append(pv)
                     rows.append({"method": lab, "seed": sh, "step": n, "metric": "final_pv", "value": float(pv[-1]),
                                  "stream": name})
             for fam in tuned:
-                curves[f"{name}__{fam}"] = pv_sum[fam] / n_shuffles
+                curves[f"{name}__{fam}"] = np.mean(pv_all[fam], axis=0)
+                curves[f"{name}__{fam}__se"] = _se_curve(np.array(pv_all[fam]))
             pv_mean = {fam: float(v.mean()) for fam, v in final.items()}
             wins = pairwise_wins(pv_mean, n)
             per_stream[name] = {
@@ -382,9 +420,9 @@ def streams(params: dict, ctx: RunContext):
 
 
 def _stream_summaries(per_stream: dict, learner: str, n_shuffles: int) -> dict:
-    """``gap_uniform`` (min over streams of PV_uniform - PV_learner), ``diff_eps_greedy`` and ``diff_squarecb``
-    (mean over streams of PV_learner - PV_other): means over the streams of the shuffle means, and per-shuffle
-    lists ``by_shuffle`` (shuffle sh of every stream)."""
+    """``gap_uniform`` (min over streams of PV_uniform - PV_learner), ``diff_<other>`` for every baseline of
+    ``STREAM_COMPARED`` that ran (mean over streams of PV_learner - PV_other): means over the streams of the
+    shuffle means, and per-shuffle lists ``by_shuffle`` (shuffle sh of every stream)."""
     def per_shuffle(fn):
         return [fn(sh) for sh in range(n_shuffles)]
 
@@ -393,7 +431,7 @@ def _stream_summaries(per_stream: dict, learner: str, n_shuffles: int) -> dict:
     out = {"gap_uniform": {"min": min(gaps.values()), "by_stream": gaps,
                            "by_shuffle": per_shuffle(lambda sh: min(p["uniform"][sh] - p[learner][sh]
                                                                     for p in ps.values()))}}
-    for other in ("eps_greedy", "squarecb"):
+    for other in (o for o in STREAM_COMPARED if all(o in p for p in ps.values())):
         by_shuffle = per_shuffle(lambda sh: float(np.mean([p[learner][sh] - p[other][sh] for p in ps.values()])))
         mean, se = mean_and_se(by_shuffle)
         out[f"diff_{other}"] = {"mean": mean, "se": se, "by_shuffle": by_shuffle,

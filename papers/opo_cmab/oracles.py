@@ -7,7 +7,10 @@ Protocol (used by :class:`papers.opo_cmab.opo.OPOCMAB` and the baselines):
   context, where f_hat_k is the fit on the first k - 1 observations; row 0 is all zeros (f_hat_1 := 0);
 - ``predict(context)`` -> ndarray (A,): the newest fit f_hat_{j+1} on the context (the last snapshot row);
 - ``fresh()``: an empty oracle of the same class (FALCON refits per epoch);
-- ``dim``, ``n_actions`` and ``log_class_size`` (log |F|, or None for an infinite class).
+- ``dim``, ``n_actions`` and ``log_class_size`` (log |F|, or None for an infinite class);
+- ``confidence_bounds(context, radius)`` -> (lcb, ucb), each (A,): the smallest and largest prediction on the
+  context among the fits whose empirical squared loss is within ``radius`` of the ERM's (the version space of
+  RegCB, Foster et al. 2018); used by :class:`papers.opo_cmab.baselines.RegCB` and ``AdaCB``.
 
 Snapshots are stored states (a model index, or weight vectors), never refits of old oracles.
 """
@@ -19,7 +22,7 @@ import numpy as np
 
 from papers.opo_cmab.opo import check_context, check_feedback, check_n_actions, validate_nonneg
 
-__all__ = ["FiniteClassOracle", "RidgeOracle", "sigmoid"]
+__all__ = ["FiniteClassOracle", "RidgeOracle", "sigmoid", "ridge_confidence_bounds", "ridge_bound_binary_search"]
 
 
 def sigmoid(z):
@@ -106,6 +109,20 @@ class FiniteClassOracle:
         x = check_context(context, self.dim)
         return sigmoid(self.thetas[self._indices.data[self.n_obs - 1]] @ x)
 
+    def confidence_bounds(self, context, radius: float) -> tuple[np.ndarray, np.ndarray]:
+        """Version-space bounds on the context: with L_j the cumulative squared losses and
+        F_r = {j : L_j <= min_i L_i + radius},  lcb(a) = min_{j in F_r} f_j(x, a),  ucb(a) = max_{j in F_r} f_j(x, a).
+
+        On a finite class the version space is enumerated, so these are the exact minimum and maximum that
+        RegCB's oracle calls (binary search over an importance weight) approximate. Before any observation
+        every L_j = 0, so the bounds are the range of the whole class.
+        """
+        radius = validate_nonneg(radius, "radius")
+        table = self.table(context)
+        keep = self.cum_loss <= self.cum_loss.min() + radius
+        sub = table[keep]
+        return sub.min(axis=0), sub.max(axis=0)
+
     def fresh(self) -> "FiniteClassOracle":
         """An empty oracle on the same class; its tie-breaking generator is drawn from this one's."""
         return FiniteClassOracle(self.thetas, int(self._rng.integers(2 ** 63 - 1)))
@@ -189,6 +206,83 @@ class RidgeOracle:
             out[:, a] = preds[table[:, a]]
         return out
 
+    def confidence_bounds(self, context, radius: float) -> tuple[np.ndarray, np.ndarray]:
+        """RegCB bounds of the per-action ridge fits in closed form (:func:`ridge_confidence_bounds`)."""
+        x = check_context(context, self.dim)
+        return ridge_confidence_bounds(self.w, self.ainv, x, radius)
+
     def fresh(self) -> "RidgeOracle":
         """An empty oracle with the same dim, actions and lam."""
         return RidgeOracle(self.dim, self.n_actions, self.lam, self.keep_history)
+
+
+def ridge_confidence_bounds(w, ainv, x, radius: float) -> tuple[np.ndarray, np.ndarray]:
+    r"""RegCB confidence bounds of per-action ridge regression, in closed form, clipped to [0, 1].
+
+    For action a the ridge objective is L_a(v) = sum_{i: a_i = a} (v . x_i - l_i)^2 + lam |v|^2 with minimiser
+    w_a and Hessian / 2 equal to A_a = lam I + sum x_i x_i^T, so exactly L_a(v) - L_a(w_a) = (v - w_a)^T A_a
+    (v - w_a). The version space {v : L_a(v) - L_a(w_a) <= radius} is an ellipsoid, and (Cauchy-Schwarz)
+
+        min / max_v v . x  =  w_a . x  -/+  sqrt(radius * x^T A_a^{-1} x).
+
+    Only w_a moves the prediction of action a, and the losses of the other actions are separate terms, so this
+    is also the bound over the joint fit of all actions. ``w`` (A, d), ``ainv`` (A, d, d) = A_a^{-1}.
+    Returns (lcb, ucb), each (A,). This is the closed form that the binary search of RegCB
+    (:func:`ridge_bound_binary_search`) reaches in the limit.
+    """
+    radius = validate_nonneg(radius, "radius")
+    w, ainv, x = np.asarray(w, dtype=float), np.asarray(ainv, dtype=float), np.asarray(x, dtype=float)
+    if w.ndim != 2 or ainv.shape != (w.shape[0], w.shape[1], w.shape[1]) or x.shape != (w.shape[1],):
+        raise ValueError(f"w must be (A, d), ainv (A, d, d) and x (d,); got {w.shape}, {ainv.shape}, {x.shape}")
+    p0 = w @ x
+    s = (ainv @ x) @ x  # x^T A_a^{-1} x per action
+    half = np.sqrt(radius * np.maximum(s, 0.0))
+    return np.clip(p0 - half, 0.0, 1.0), np.clip(p0 + half, 0.0, 1.0)
+
+
+def ridge_bound_binary_search(p0: float, s: float, radius: float, target: float, *, tol: float = 1e-12,
+                              max_iter: int = 200) -> float:
+    r"""One RegCB bound by the paper's oracle method: binary search over an importance weight (ridge, exact).
+
+    Foster et al. (2018), Section 4 (and Krishnamurthy et al. 2017, Section 7.1): add the example (x, a, target)
+    with importance weight omega to the data and refit; the refit's prediction p(omega) moves from p0 towards
+    ``target`` (below the loss range for the lower bound, above it for the upper one) while its excess empirical
+    loss grows. The bound is p(omega*) for the largest omega* whose excess is at most ``radius``.
+
+    For ridge the refit is one Sherman-Morrison update (the incremental update of the oracle), with s = x^T
+    A_a^{-1} x (the sensitivity of the prediction):
+
+        p(omega) = p0 - omega (p0 - target) s / (1 + omega s),   excess(omega) = (p0 - p(omega))^2 / s,
+
+    so the search is exact here (no linearisation) and its limit is p0 -/+ sqrt(radius s), the closed form of
+    :func:`ridge_confidence_bounds`. If even omega -> infinity stays within the radius, the bound is ``target``.
+    Returns the bound before clipping to [0, 1].
+    """
+    radius = validate_nonneg(radius, "radius")
+    s = validate_nonneg(s, "s")
+    p0, target = float(p0), float(target)
+    if not (math.isfinite(p0) and math.isfinite(target)):
+        raise ValueError(f"p0 and target must be finite, got {p0!r}, {target!r}")
+    if s == 0.0 or p0 == target:
+        return p0
+
+    def pred(omega: float) -> float:
+        return p0 - omega * (p0 - target) * s / (1.0 + omega * s)
+
+    def excess(omega: float) -> float:
+        return (p0 - pred(omega)) ** 2 / s
+
+    if (p0 - target) ** 2 / s <= radius:  # the limit omega -> infinity is inside the version space
+        return target
+    lo, hi = 0.0, 1.0
+    while excess(hi) <= radius:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(max_iter):
+        mid = 0.5 * (lo + hi)
+        if excess(mid) <= radius:
+            lo = mid
+        else:
+            hi = mid
+        if abs(pred(lo) - pred(hi)) <= tol:
+            break
+    return pred(lo)

@@ -11,13 +11,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from shared.plotting import main, method_colors, new_figure, save_figure
+from shared.plotting import main, method_colors, new_figure, plot_band, save_figure
 from shared.results import atomic_path, atomic_write_text, read_arrays, read_metrics
 
 __all__ = ["make_figures", "LABELS"]
 
-FAMILIES = ("opo", "squarecb", "falcon", "greedy", "eps_greedy", "uniform", "supervised", "opo_theory")
+FAMILIES = ("opo", "squarecb", "falcon", "greedy", "eps_greedy", "uniform", "supervised", "opo_theory", "regcb",
+            "adacb")
 LABELS = {"opo": "OPO-CMAB (tuned)", "squarecb": "SquareCB (tuned)", "falcon": "FALCON (tuned)", "greedy": "greedy",
+          "regcb": "RegCB-opt (tuned)", "adacb": "AdaCB core: elim + IGW (tuned)",
           "eps_greedy": "eps-greedy (0.05)", "uniform": "uniform", "supervised": "supervised (full info)",
           "opo_theory": "OPO (theory tuning)"}
 COLORS = method_colors(FAMILIES)
@@ -29,8 +31,19 @@ def _write_csv(frame: pd.DataFrame, path: Path) -> None:
 
 
 EVAL_CURVES = (("opo_tuned", "opo"), ("opo_tuned_nobonus", "opo_nobonus"), ("opo_theory", "opo_theory"),
-               ("squarecb_tuned", "squarecb"), ("falcon_tuned", "falcon"), ("greedy", "greedy"),
-               ("uniform", "uniform"))
+               ("squarecb_tuned", "squarecb"), ("falcon_tuned", "falcon"), ("regcb_tuned", "regcb"),
+               ("adacb_tuned", "adacb"), ("greedy", "greedy"), ("uniform", "uniform"))
+STREAM_CURVES = ("opo", "squarecb", "regcb", "adacb", "eps_greedy", "uniform", "supervised")
+
+
+def _band(curves, key: str, stride: int = 1):
+    """(mean, mean - se, mean + se) of a saved curve (no band when its ``__se`` array is absent)."""
+    m = curves[key][::stride]
+    se = curves.get(f"{key}__se")
+    if se is None:
+        return m, None, None
+    se = se[::stride]
+    return m, m - se, m + se
 
 
 def _main_problems(metrics: dict) -> list[str]:
@@ -52,22 +65,41 @@ def _regret_curves(results: Path, out: Path) -> None:
             key = f"{pkey}__{name}"
             if key not in curves:
                 continue
-            r = curves[key]
+            r, lo, hi = _band(curves, key)
             label = {"opo_nobonus": "OPO, tuned eta, no bonus"}.get(fam, LABELS.get(fam, fam))
             if fam in tuned:
                 label += f" [{tuned[fam]}]"
             keep = r > 0
-            ax.loglog(t[keep], r[keep], color=COLORS.get(fam, "0.3"), label=label,
+            if lo is not None:
+                lo, hi = np.maximum(lo[keep], r[keep] * 1e-2), hi[keep]  # the log axis needs a positive band
+            plot_band(ax, t[keep], r[keep], lo, hi, label=label, color=COLORS.get(fam, "0.3"), log=True,
                       linestyle=":" if fam == "opo_nobonus" else "-")
         r_opo = curves[f"{pkey}__opo_tuned"]
         ax.loglog(t, r_opo[-1] * np.sqrt(t / K), color="0.5", linestyle="--", linewidth=1, label=r"$\propto\sqrt{t}$")
         ax.set_xlabel("round t")
-        ax.set_ylabel("cumulative pseudo-regret (mean over seeds)")
+        ax.set_ylabel("cumulative pseudo-regret (mean +- 1 s.e. over seeds)")
         kind = "hidden-arm class" if pkey.startswith("hidden_") else "perturbed class (spec)"
         ax.set_title(f"{kind}, |F| = {metrics[pkey]['n_models']}, |A| = {metrics[pkey]['n_actions']}, "
                      f"{metrics['eval_seeds']} eval seeds", fontsize=8)
         ax.legend(fontsize=6)
     save_figure(fig, out / "regret_curves.png")
+
+
+def _synthetic_table(results: Path, out: Path) -> None:
+    """Final regret (mean and s.e. over the evaluation seeds), late regret rate and the tuned configuration of
+    every method evaluated on the tuned synthetic problems."""
+    metrics = read_metrics(results / "synthetic" / "metrics.json")
+    rows = []
+    for pkey in _main_problems(metrics):
+        d = metrics[pkey]
+        tuned = d["tuning"]["tuned"]
+        for name, value in d["final"].items():
+            fam = name.removesuffix("_tuned")
+            rate = d["per_seed"]["late_rate"][name]
+            rows.append({"problem": pkey, "method": name, "configuration": tuned.get(fam, ""),
+                         "final_regret": value, "final_regret_se": d["final_se"][name],
+                         "late_rate": float(np.mean(rate)), "seeds": len(rate)})
+    _write_csv(pd.DataFrame(rows), out / "synthetic_table.csv")
 
 
 def _heatmap(results: Path, out: Path) -> None:
@@ -136,16 +168,18 @@ def _pv_curves(results: Path, out: Path) -> None:
             ax.set_visible(False)
             continue
         name = names[i]
-        for fam in ("opo", "squarecb", "eps_greedy", "uniform", "supervised"):
-            pv = curves[f"{name}__{fam}"]
+        for fam in STREAM_CURVES:
+            if f"{name}__{fam}" not in curves:
+                continue
+            pv, lo, hi = _band(curves, f"{name}__{fam}")
             t = np.arange(1, pv.size + 1)
-            ax.plot(t, pv, color=COLORS[fam], linestyle="--" if fam == "supervised" else "-",
-                    label=LABELS[fam])
+            plot_band(ax, t, pv, lo, hi, label=LABELS[fam], color=COLORS[fam],
+                      linestyle="--" if fam == "supervised" else "-")
         ax.set_title(f"{name} (A = {metrics['streams'][name]['n_actions']})")
         ax.set_ylim(0, 1)
         ax.set_xlabel("round")
         if i % ncols == 0:
-            ax.set_ylabel("PV loss")
+            ax.set_ylabel("PV loss (mean +- 1 s.e. over shuffles)")
     axes[0, 0].legend(fontsize=6)
     save_figure(fig, out / "pv_curves.png")
 
@@ -156,8 +190,10 @@ def _pv_table(results: Path, out: Path) -> None:
     for name, d in metrics["streams"].items():
         row = {"stream": name, "n": d["n"], "supervised_pv": d["pv"]["supervised"]}
         row.update({f"{fam}_minus_supervised": d["pv_minus_supervised"][fam]
-                    for fam in ("opo", "squarecb", "eps_greedy", "uniform")})
-        row.update({"opo_tuned": d["tuned"]["opo"], "squarecb_tuned": d["tuned"]["squarecb"]})
+                    for fam in ("opo", "squarecb", "regcb", "adacb", "eps_greedy", "uniform")
+                    if fam in d["pv_minus_supervised"]})
+        row.update({f"{fam}_tuned": d["tuned"][fam] for fam in ("opo", "squarecb", "regcb", "adacb")
+                    if fam in d["tuned"]})
         rows.append(row)
     _write_csv(pd.DataFrame(rows), out / "pv_table.csv")
 
@@ -211,6 +247,7 @@ def make_figures(results_dir, out_dir, scale: str) -> None:
     results, out = Path(results_dir), Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     _regret_curves(results, out)
+    _synthetic_table(results, out)
     _heatmap(results, out)
     _scaling(results, out)
     _pv_curves(results, out)
