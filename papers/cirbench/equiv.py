@@ -159,10 +159,10 @@ def _run_many(ir, function, vectors, elem_bits, cpu_s):
     """Run ``function`` on every vector in one sandbox child limited to ``cpu_s`` CPU seconds (whole seconds,
     rounded up, by RLIMIT_CPU) and RUN_WALL_FACTOR x ``cpu_s`` + 1 wall seconds; (outputs or None, CPU seconds
     used, error text or None, timed out?)."""
-    from papers.cirbench.ir import _sandbox, track
+    from papers.cirbench.ir import _sandbox
 
-    res = track(_sandbox().call("papers.cirbench._worker:run_inputs", [ir, function, vectors, elem_bits],
-                                timeout_s=RUN_WALL_FACTOR * cpu_s + 1.0, cpu_s=cpu_s, memory_mb=1024))
+    res = _sandbox().call("papers.cirbench._worker:run_inputs", [ir, function, vectors, elem_bits],
+                          timeout_s=RUN_WALL_FACTOR * cpu_s + 1.0, cpu_s=cpu_s, memory_mb=1024)
     if res.ok and "outputs" in (res.value or {}):
         return res.value["outputs"], res.cpu_s, None, False
     return None, res.cpu_s, f"{res.status}: {res.error or (res.value or {}).get('error', '')}"[:300], _timed_out(res)
@@ -369,9 +369,8 @@ def check_batch(src_ir: str, cands: list[str], function: str, *, arg_specs=None,
 
 def _sandbox_batch(src_ir, cands, function, sig, timeout_s, do_formal, vectors, elem_bits, src_outs, run_limit_s,
                    wall):
-    from papers.cirbench.ir import _sandbox, track
+    from papers.cirbench.ir import _sandbox
 
-    return track(_sandbox().call("papers.cirbench._worker:check_many",
-                                 [src_ir, cands, function, sig, int(timeout_s * 1000), do_formal, vectors,
-                                  elem_bits, src_outs, run_limit_s], timeout_s=wall, memory_mb=1024,
-                                 max_output_bytes=1 << 22))
+    return _sandbox().call("papers.cirbench._worker:check_many",
+                           [src_ir, cands, function, sig, int(timeout_s * 1000), do_formal, vectors, elem_bits,
+                            src_outs, run_limit_s], timeout_s=wall, memory_mb=1024, max_output_bytes=1 << 22)

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import json
-import os
 import platform
 import statistics
 import subprocess
@@ -26,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from shared.experiment import RunContext, main
+from shared.sandbox import isolation_summary, reset_isolation_summary
 from shared.lm.backends import LocalBackend, ScriptedBackend, get_backend
 from shared.results import atomic_write_text
 
@@ -58,7 +58,7 @@ def _cpu_name() -> str:
 
 def _reset_run_state() -> None:
     """Start an experiment's sandbox tally and retry counts from zero."""
-    IR.reset_sandbox_provenance()
+    reset_isolation_summary()
     RUN_STATS.update(retried=0, timeout_after_retry=0)
 
 
@@ -418,7 +418,7 @@ def benchmark(params: dict, ctx: RunContext):
     metrics["sandbox"] = IR.sandbox_provenance()
     ctx.record(llm_backend=backend.name, llm_model=backend.model, time_corpus_s=round(t_corpus, 2),
                time_eval_s=round(t_eval, 2), time_perf_s=round(t_perf, 2), n_checks=len(scorer.cache),
-               cpu=_cpu_name(), run_retries=dict(RUN_STATS), sandbox_calls=IR.sandbox_call_count())
+               cpu=_cpu_name(), run_retries=dict(RUN_STATS), sandbox_calls=isolation_summary()["runs"])
     return rows, metrics
 
 
@@ -550,7 +550,7 @@ def plumbing(params: dict, ctx: RunContext):
     metrics["timeouts"] = scorer.timeouts()
     metrics["sandbox"] = IR.sandbox_provenance()
     ctx.record(llm_backend=backend.name, llm_model=backend.model, usage=backend.usage(),
-               run_retries=dict(RUN_STATS), sandbox_calls=IR.sandbox_call_count())
+               run_retries=dict(RUN_STATS), sandbox_calls=isolation_summary()["runs"])
     rows = [{"method": kind, "seed": ctx.seed, "step": 0, "metric": f"{t}.valid@1", "value": v["valid@1"]}
             for t, v in metrics["tracks"].items() if v["valid@1"] is not None]
     return rows, metrics

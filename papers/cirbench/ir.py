@@ -11,11 +11,11 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from shared.sandbox import Sandbox
+from shared.sandbox import Sandbox, isolation_summary
 
 __all__ = ["IRError", "ExecutionError", "VerifyResult", "SINGLE_PASSES", "verify_ir", "apply_passes",
-           "run_function", "normalise", "sandbox_call", "batch", "extract_ir", "text_hash", "track",
-           "sandbox_provenance", "reset_sandbox_provenance", "sandbox_call_count"]
+           "run_function", "normalise", "sandbox_call", "batch", "extract_ir", "text_hash",
+           "sandbox_provenance"]
 
 SINGLE_PASSES = ("sroa", "instcombine", "simplifycfg", "newgvn", "sccp", "dse", "reassociate", "jump-threading",
                  "loop-rotate", "loop-unroll", "tailcallelim", "adce", "dce", "memcpyopt", "loop-deletion", "sink")
@@ -49,35 +49,12 @@ def _sandbox() -> Sandbox:
     return _SANDBOX
 
 
-# every sandbox result's isolation, tallied for the metrics (sandbox_provenance): calls, unconfined calls, names
-_PROVENANCE = {"calls": 0, "unconfined": 0, "isolation": set()}
-
-
-def track(res):
-    """Tally one SandboxResult's ``isolation``/``confined`` (see :func:`sandbox_provenance`); returns it."""
-    _PROVENANCE["calls"] += 1
-    _PROVENANCE["unconfined"] += int(not res.confined)
-    _PROVENANCE["isolation"].add(res.isolation or "none")
-    return res
-
-
-def reset_sandbox_provenance() -> None:
-    """Forget the tallied calls (an experiment starts from zero)."""
-    _PROVENANCE.update(calls=0, unconfined=0, isolation=set())
-
-
 def sandbox_provenance() -> dict:
-    """Whether every sandboxed call since the last reset ran confined: ``{"confined_all": 1 or 0, "isolation":
-    "bwrap" (or "unconfined", or both joined by "+")}``; ``confined_all`` is None when no call was made. Only
-    ``REPRO_SANDBOX_UNSAFE_NO_ISOLATION=1`` (shared.sandbox) makes calls unconfined."""
-    calls, bad = _PROVENANCE["calls"], _PROVENANCE["unconfined"]
-    return {"confined_all": None if calls == 0 else int(bad == 0),
-            "isolation": "+".join(sorted(_PROVENANCE["isolation"])) or None}
-
-
-def sandbox_call_count() -> int:
-    """Sandboxed calls since the last reset (run-dependent: retries add calls; provenance only)."""
-    return _PROVENANCE["calls"]
+    """``{"confined_all": 1 or 0 (None before any call), "isolation": "bwrap", "unconfined" or both}`` of the
+    sandboxed calls since the experiment began (:func:`shared.sandbox.isolation_summary`; the call count is
+    left out because retries make it load-dependent)."""
+    summary = isolation_summary()
+    return {"confined_all": summary["confined_all"], "isolation": summary["isolation"]}
 
 
 PERF_TOOLS = ("gcc", "valgrind", "callgrind_annotate")  # the only programs the performance sandbox may start
@@ -96,14 +73,13 @@ def _perf_sandbox() -> Sandbox:
 def perf_sandbox_call(fn: str, *args, timeout_s: float = 300.0):
     """Call ``papers.cirbench._worker.<fn>`` in the performance sandbox, the one that may start ``PERF_TOOLS``
     (linking and profiling candidate objects: model-written code runs only there); returns the SandboxResult."""
-    return track(_perf_sandbox().call(f"papers.cirbench._worker:{fn}", list(args), timeout_s=timeout_s,
-                                      memory_mb=PERF_MEMORY_MB))
+    return _perf_sandbox().call(f"papers.cirbench._worker:{fn}", list(args), timeout_s=timeout_s,
+                                memory_mb=PERF_MEMORY_MB)
 
 
 def sandbox_call(fn: str, *args, timeout_s: float = 30.0):
     """Call ``papers.cirbench._worker.<fn>`` in a sandbox child; returns the SandboxResult."""
-    return track(_sandbox().call(f"papers.cirbench._worker:{fn}", list(args), timeout_s=timeout_s,
-                                 memory_mb=MEMORY_MB))
+    return _sandbox().call(f"papers.cirbench._worker:{fn}", list(args), timeout_s=timeout_s, memory_mb=MEMORY_MB)
 
 
 def batch(calls: list, timeout_s: float = 300.0) -> list:

@@ -17,33 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from papers.oak.kernels import _to_tensors, parameter_blocks
+from papers.oak.kernels import _to_tensors, split_flat_vector
 
 __all__ = ["hessian_vector_product", "quadratic_form_rows", "error_terms"]
-
-
-def _split(model, vec, param_names=None):
-    """(names, primals, tangents, frozen, buffers) for a flat ``vec`` over the trainable parameters."""
-    import torch
-
-    blocks, slices = parameter_blocks(model, param_names, max_block=1 << 62)
-    names = blocks[0]
-    named = dict(model.named_parameters())
-    p = slices[0].stop
-    vec = np.asarray(vec, dtype=np.float64).reshape(-1)
-    if vec.shape != (p,):
-        raise ValueError(f"vec must have length p = {p}, got shape {vec.shape}")
-    if not np.all(np.isfinite(vec)):
-        raise ValueError("vec must be finite")
-    dtype, device = named[names[0]].dtype, named[names[0]].device
-    primals, tangents, start = {}, {}, 0
-    for k in names:
-        w = named[k]
-        primals[k] = w.detach()
-        tangents[k] = torch.as_tensor(vec[start:start + w.numel()], dtype=dtype, device=device).reshape(w.shape)
-        start += w.numel()
-    frozen = {k: v.detach() for k, v in named.items() if k not in primals}
-    return names, primals, tangents, frozen, dict(model.named_buffers()), dtype, device
 
 
 def hessian_vector_product(model, inputs, vec, weights=None, param_names=None) -> np.ndarray:
@@ -56,7 +32,7 @@ def hessian_vector_product(model, inputs, vec, weights=None, param_names=None) -
     import torch
     from torch.func import functional_call, grad, jvp
 
-    names, primals, tangents, frozen, buffers, dtype, device = _split(model, vec, param_names)
+    names, primals, tangents, frozen, buffers, dtype, device = split_flat_vector(model, vec, param_names)
     tensors = _to_tensors(inputs, dtype, device)
     n = int(tensors[0].shape[0])
     w = torch.ones(n, dtype=dtype, device=device) if weights is None else \
@@ -74,12 +50,11 @@ def hessian_vector_product(model, inputs, vec, weights=None, param_names=None) -
 def quadratic_form_rows(model, inputs, vec, param_names=None, chunk_size: int = 256) -> np.ndarray:
     """vec^T H(x_i) vec for every example (float64, shape (n,)): the second directional derivative
     d^2/ds^2 f(x_i; theta + s vec) at s = 0, by forward-over-forward products (``torch.func.jvp`` twice)."""
-    import torch
     from torch.func import functional_call, jvp
 
     if int(chunk_size) != chunk_size or chunk_size < 1:
         raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
-    names, primals, tangents, frozen, buffers, dtype, device = _split(model, vec, param_names)
+    names, primals, tangents, frozen, buffers, dtype, device = split_flat_vector(model, vec, param_names)
     tensors = _to_tensors(inputs, dtype, device)
     n = int(tensors[0].shape[0])
     out = np.empty(n)

@@ -321,12 +321,12 @@ def blockwise_kernels(model, inputs, n_train: int, preconds: dict, param_names=N
     return kernels, used
 
 
-def jacobian_vector_rows(model, inputs, vec, param_names=None, chunk_size: int = 256) -> np.ndarray:
-    """J(x_i) @ vec for every example (float64, shape (n,)) by forward-mode differentiation (torch.func.jvp),
-    without forming J. ``vec`` is a flat vector over the parameters in ``named_parameters()`` order (default:
-    the trainable ones), like the columns of :func:`per_example_jacobian`."""
+def split_flat_vector(model, vec, param_names=None):
+    """A flat ``vec`` over the parameters in ``named_parameters()`` order (default: the trainable ones) as
+    ``torch.func`` inputs: ``(names, primals, tangents, frozen, buffers, dtype, device)``, with ``primals`` the
+    detached parameters, ``tangents`` the matching pieces of ``vec``, ``frozen`` the other parameters. Raises
+    ValueError for a wrong length or a non-finite entry."""
     import torch
-    from torch.func import functional_call, jvp
 
     blocks, slices = parameter_blocks(model, param_names, max_block=1 << 62)
     names = blocks[0]
@@ -335,8 +335,9 @@ def jacobian_vector_rows(model, inputs, vec, param_names=None, chunk_size: int =
     vec = np.asarray(vec, dtype=np.float64).reshape(-1)
     if vec.shape != (p,):
         raise ValueError(f"vec must have length p = {p}, got shape {vec.shape}")
+    if not np.all(np.isfinite(vec)):
+        raise ValueError("vec must be finite")
     dtype, device = named[names[0]].dtype, named[names[0]].device
-    tensors = _to_tensors(inputs, dtype, device)
     primals, tangents, start = {}, {}, 0
     for k in names:
         w = named[k]
@@ -344,7 +345,17 @@ def jacobian_vector_rows(model, inputs, vec, param_names=None, chunk_size: int =
         tangents[k] = torch.as_tensor(vec[start:start + w.numel()], dtype=dtype, device=device).reshape(w.shape)
         start += w.numel()
     frozen = {k: v.detach() for k, v in named.items() if k not in primals}
-    buffers = dict(model.named_buffers())
+    return names, primals, tangents, frozen, dict(model.named_buffers()), dtype, device
+
+
+def jacobian_vector_rows(model, inputs, vec, param_names=None, chunk_size: int = 256) -> np.ndarray:
+    """J(x_i) @ vec for every example (float64, shape (n,)) by forward-mode differentiation (torch.func.jvp),
+    without forming J. ``vec`` is a flat vector over the parameters in ``named_parameters()`` order (default:
+    the trainable ones), like the columns of :func:`per_example_jacobian`."""
+    from torch.func import functional_call, jvp
+
+    _, primals, tangents, frozen, buffers, dtype, device = split_flat_vector(model, vec, param_names)
+    tensors = _to_tensors(inputs, dtype, device)
     n = int(tensors[0].shape[0])
     out = np.empty(n)
     for s in range(0, n, int(chunk_size)):

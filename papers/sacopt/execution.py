@@ -5,8 +5,8 @@ Program contract: a complete Python script that reads ``data.json`` from its wor
 ``STATUS: unbounded``; any other ending is an execution error. The sandbox (``shared.sandbox``) runs each
 program under bubblewrap: read-only filesystem but a fresh scratch directory, its own PID and network
 namespaces, a cleared environment, CPU/address-space/process/file-size limits, with pulp's bundled CBC as the
-only allowed spawn. :func:`isolation_summary` tells an experiment whether every program of the run was confined
-(it is not under the explicit opt-out ``REPRO_SANDBOX_UNSAFE_NO_ISOLATION=1``).
+only allowed spawn. ``shared.sandbox.isolation_summary`` tells an experiment whether every program of the run was
+confined (it is not under the explicit opt-out ``REPRO_SANDBOX_UNSAFE_NO_ISOLATION=1``).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from papers.sacopt.scoring import parse_final_line
 
-__all__ = ["ExecutionResult", "run_model_program", "isolation_summary", "ALLOWED_IMPORTS", "PRELOAD", "STATUSES",
+__all__ = ["ExecutionResult", "run_model_program", "ALLOWED_IMPORTS", "PRELOAD", "STATUSES",
            "close_sandbox"]
 
 ALLOWED_IMPORTS = ("pulp", "gurobipy", "highspy", "scipy", "numpy", "math", "json", "itertools", "collections")
@@ -25,7 +25,6 @@ PRELOAD = ("json", "math", "numpy", "pulp")
 ALLOW_SPAWN = ("cbc",)
 STATUSES = ("ok", "infeasible", "unbounded", "error", "timeout", "memory", "forbidden")
 _SANDBOX = None
-_ISOLATION = {"runs": 0, "unconfined_runs": 0, "kinds": set()}
 
 
 @dataclass
@@ -81,9 +80,6 @@ def run_model_program(code: str, *, data: dict | None = None, timeout_s: float =
         raise ValueError(f"data must be JSON-serialisable without NaN/Inf: {exc}") from None
     res = _sandbox().run_code(code, files={"data.json": payload}, timeout_s=float(timeout_s),
                               cpu_s=float(min(20.0, timeout_s)), memory_mb=memory_mb)
-    _ISOLATION["runs"] += 1
-    _ISOLATION["unconfined_runs"] += 0 if res.confined else 1
-    _ISOLATION["kinds"].add(res.isolation or "none")
     if res.status == "ok":
         status, objective = parse_final_line(res.stdout)
     elif res.status in ("timeout", "memory", "forbidden"):
@@ -93,10 +89,3 @@ def run_model_program(code: str, *, data: dict | None = None, timeout_s: float =
     stderr = res.stderr if res.error is None else (res.stderr + "\n" + str(res.error)).strip()
     return ExecutionResult(status, objective, res.stdout, stderr, float(res.wall_s))
 
-
-def isolation_summary() -> dict:
-    """How the programs run so far in this process were isolated: ``runs``, ``unconfined_runs``,
-    ``confined_all`` (1 when every run was confined, else 0) and ``isolation`` (the tools used, joined by "+")."""
-    return {"runs": _ISOLATION["runs"], "unconfined_runs": _ISOLATION["unconfined_runs"],
-            "confined_all": int(_ISOLATION["unconfined_runs"] == 0),
-            "isolation": "+".join(sorted(_ISOLATION["kinds"])) or "none"}

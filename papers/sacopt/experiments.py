@@ -18,6 +18,7 @@ import numpy as np
 
 from shared import seeding
 from shared.experiment import RunContext, main
+from shared.sandbox import isolation_summary, reset_isolation_summary
 from shared.lm.backends import (DEFAULT_MAX_TOKENS, SCRIPTED_LABEL, Backend, ReplayBackend, ReplayMissError,
                                 ScriptedBackend, cache_key, get_backend)
 from shared.results import write_arrays
@@ -25,7 +26,7 @@ from shared.results import write_arrays
 from papers.sacopt import problems as G
 from papers.sacopt.complexor import audit as complexor_audit
 from papers.sacopt.datasets import DATASETS, load_dataset
-from papers.sacopt.execution import isolation_summary, run_model_program
+from papers.sacopt.execution import run_model_program
 from papers.sacopt.formulation import solve_formulation
 from papers.sacopt.pipeline import (COSINE_THRESHOLD, ScriptedModeller, judge_flags, run_forward_only, run_sacopt,
                                     run_standard)
@@ -696,11 +697,12 @@ def sweep(params: dict, ctx: RunContext):
 
 
 def _reporting_isolation(fn):
-    """``fn`` whose metrics gain ``sandbox`` (:func:`papers.sacopt.execution.isolation_summary`) when it ran
-    any program, so that the report shows a run under the unsafe opt-out (claim ``sandbox-confined``)."""
+    """``fn`` whose metrics gain ``sandbox`` (:func:`shared.sandbox.isolation_summary`) when it ran any
+    program, so that the report shows a run under the unsafe opt-out (claim ``sandbox-confined``)."""
 
     @functools.wraps(fn)
     def run(params: dict, ctx: RunContext):
+        reset_isolation_summary()
         rows, metrics = fn(params, ctx)
         summary = isolation_summary()
         return rows, ({**metrics, "sandbox": summary} if summary["runs"] else metrics)

@@ -297,17 +297,21 @@ def chi2_trust_region_cvxpy(pi, q, delta, w, c, *, tol: float | None = CVXPY_TOL
     options = {} if tol is None else {
         "CLARABEL": {"tol_gap_abs": tol, "tol_gap_rel": tol, "tol_feas": tol, "tol_ktratio": 1e-8, "max_iter": 500},
         "SCS": {"eps_abs": tol, "eps_rel": tol}}
-    for nonneg in (False, True):
+
+    def solved(nonneg: bool):
         problem, p = _cvxpy_trust_region_problem(pi, q, delta, w, c, nonneg)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # "accepting an inaccurate solution" (see above)
             result = solve(problem, options_by_backend=options, accept_inaccurate=tol is not None)
         if result.status not in ("optimal", "optimal_inaccurate"):
             raise RuntimeError(f"solver {result.backend} returned status {result.status}")
-        value = np.asarray(p.value)
-        if nonneg or value.min() >= -1e-12:
-            return np.clip(value, 0.0, 1.0), result.backend + ("+nonneg" if nonneg else "")
-    raise AssertionError("unreachable")
+        return np.asarray(p.value), result.backend
+
+    value, backend = solved(nonneg=False)
+    if value.min() >= -1e-12:
+        return np.clip(value, 0.0, 1.0), backend
+    value, backend = solved(nonneg=True)
+    return np.clip(value, 0.0, 1.0), backend + "+nonneg"
 
 
 def chi2_trust_region(pi, q, delta, *, obj_weights=None, budget_weights=None,

@@ -119,7 +119,7 @@ from shared.sandbox.common import (_ANSWER_GRACE_S, _CHILD_PATH, _ETC_ENTRIES, _
 from shared.sandbox import runtime as _runtime  # noqa: F401
 
 __all__ = ["Sandbox", "SandboxResult", "SandboxError", "run_code", "STATUSES", "UNSAFE_ENV", "BWRAP_ENV",
-           "find_bwrap", "unavailable_reason"]
+           "find_bwrap", "unavailable_reason", "isolation_summary", "reset_isolation_summary"]
 
 
 
@@ -356,8 +356,8 @@ class Sandbox:
             raise ValueError(f"code must be a string, got {type(code).__name__}")
         if entry is not None and (not isinstance(entry, str) or not entry.isidentifier()):
             raise ValueError(f"entry must be None or a function name, got {entry!r}")
-        return self._run({"code": code, "entry": entry}, args, kwargs, files, timeout_s, cpu_s, memory_mb,
-                         max_output_bytes, max_file_mb)
+        return _tallied(self._run({"code": code, "entry": entry}, args, kwargs, files, timeout_s, cpu_s,
+                                  memory_mb, max_output_bytes, max_file_mb))
 
     def call(self, target: Callable | str, args: tuple | list = (), kwargs: Mapping[str, Any] | None = None, *,
              files: Mapping[str, str | bytes] | None = None, timeout_s: float = 10.0, cpu_s: float | None = None,
@@ -367,8 +367,8 @@ class Sandbox:
         Same limits as :meth:`run_code`; arguments and return value must be JSON-able. Use this for trusted
         code that handles untrusted input (parsing, JIT-ing or solving what a model wrote).
         """
-        return self._run({"target": _target_name(target)}, args, kwargs, files, timeout_s, cpu_s, memory_mb,
-                         max_output_bytes, max_file_mb)
+        return _tallied(self._run({"target": _target_name(target)}, args, kwargs, files, timeout_s, cpu_s,
+                                  memory_mb, max_output_bytes, max_file_mb))
 
     def _run(self, request, args, kwargs, files, timeout_s, cpu_s, memory_mb, max_output_bytes, max_file_mb):
         timeout_s = _check_positive(timeout_s, "timeout_s")
@@ -417,6 +417,33 @@ class Sandbox:
                 self._kill_zygote()
         reply["confined"] = self.confined
         return SandboxResult(**reply)
+
+
+# how every result of this process was isolated, since the last reset (see isolation_summary)
+_TALLY = {"runs": 0, "unconfined_runs": 0, "isolation": set()}
+
+
+def _tallied(result: SandboxResult) -> SandboxResult:
+    _TALLY["runs"] += 1
+    _TALLY["unconfined_runs"] += int(not result.confined)
+    _TALLY["isolation"].add(result.isolation or "none")
+    return result
+
+
+def isolation_summary() -> dict:
+    """How the sandboxed runs of this process since :func:`reset_isolation_summary` were isolated, for an
+    experiment's metrics (so that a report shows a run under the unsafe opt-out): ``runs``, ``unconfined_runs``,
+    ``confined_all`` (1 when every run was confined, 0 otherwise, None before any run) and ``isolation`` (the
+    names seen, ``"bwrap"``, ``"unconfined"`` or both joined by "+"; None before any run)."""
+    runs = _TALLY["runs"]
+    return {"runs": runs, "unconfined_runs": _TALLY["unconfined_runs"],
+            "confined_all": None if runs == 0 else int(_TALLY["unconfined_runs"] == 0),
+            "isolation": "+".join(sorted(_TALLY["isolation"])) or None}
+
+
+def reset_isolation_summary() -> None:
+    """Forget the runs counted so far (an experiment starts from zero)."""
+    _TALLY.update(runs=0, unconfined_runs=0, isolation=set())
 
 
 def unavailable_reason() -> str | None:

@@ -317,3 +317,30 @@ def test_bwrap_command_line_has_every_isolation_flag():
         assert "--cap-drop" in argv and "--unshare-user" not in argv
     else:
         assert argv[argv.index("--uid") + 1] == "3000000001" and "--disable-userns" in argv
+
+
+def test_isolation_summary_tallies_every_result_known_answers():
+    from shared.sandbox import _tallied, isolation_summary, reset_isolation_summary
+
+    reset_isolation_summary()
+    assert isolation_summary() == {"runs": 0, "unconfined_runs": 0, "confined_all": None, "isolation": None}
+    _tallied(SandboxResult("ok", isolation="bwrap", confined=True))
+    _tallied(SandboxResult("error", isolation="bwrap", confined=True))
+    assert isolation_summary() == {"runs": 2, "unconfined_runs": 0, "confined_all": 1, "isolation": "bwrap"}
+    _tallied(SandboxResult("ok", isolation="unconfined", confined=False))
+    assert isolation_summary() == {"runs": 3, "unconfined_runs": 1, "confined_all": 0,
+                                   "isolation": "bwrap+unconfined"}
+    reset_isolation_summary()
+    assert isolation_summary()["runs"] == 0
+
+
+@needs_bwrap
+def test_every_call_is_tallied():
+    from shared.sandbox import isolation_summary, reset_isolation_summary
+
+    reset_isolation_summary()
+    with Sandbox() as sb:
+        sb.run_code("print(1)")
+        sb.call("json:dumps", [[1]])
+    assert isolation_summary() == {"runs": 2, "unconfined_runs": 0, "confined_all": 1, "isolation": "bwrap"}
+    reset_isolation_summary()

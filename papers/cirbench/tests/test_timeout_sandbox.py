@@ -7,6 +7,7 @@ import pytest
 from papers.cirbench import equiv as E
 from papers.cirbench import ir as IR
 from papers.cirbench.limits import RLIMIT_PER_MS
+from shared.sandbox import reset_isolation_summary
 
 DOUBLE = "define i32 @f(i32 %x) {\n  %a = add i32 %x, %x\n  ret i32 %a\n}\n"
 
@@ -95,36 +96,18 @@ def test_formal_budget_is_a_resource_limit():
 
 
 # ------------------------------------------------------------------------------------ sandbox provenance
-class _Res:
-    def __init__(self, isolation, confined):
-        self.isolation, self.confined = isolation, confined
-
-
-def test_provenance_tally_known_answers():
-    IR.reset_sandbox_provenance()
-    assert IR.sandbox_provenance() == {"confined_all": None, "isolation": None}
-    IR.track(_Res("bwrap", True))
-    IR.track(_Res("bwrap", True))
-    assert IR.sandbox_provenance() == {"confined_all": 1, "isolation": "bwrap"}
-    IR.track(_Res("unconfined", False))
-    assert IR.sandbox_provenance() == {"confined_all": 0, "isolation": "bwrap+unconfined"}
-    assert IR.sandbox_call_count() == 3
-    IR.reset_sandbox_provenance()
-    assert IR.sandbox_call_count() == 0
-
-
 def test_real_calls_are_confined_and_opt_out_shows(monkeypatch):
-    IR.reset_sandbox_provenance()
+    reset_isolation_summary()
     assert IR.verify_ir(DOUBLE).ok
     assert IR.sandbox_provenance() == {"confined_all": 1, "isolation": "bwrap"}
     # the user's opt-out: a fresh sandbox without bubblewrap; every result says so, and so does the tally
     monkeypatch.setenv("REPRO_SANDBOX_UNSAFE_NO_ISOLATION", "1")
     monkeypatch.setattr(IR, "_SANDBOX", None)
     try:
-        IR.reset_sandbox_provenance()
+        reset_isolation_summary()
         assert IR.verify_ir(DOUBLE).ok
         assert IR.sandbox_provenance() == {"confined_all": 0, "isolation": "unconfined"}
     finally:
         if IR._SANDBOX is not None:
             IR._SANDBOX.close()
-    IR.reset_sandbox_provenance()
+    reset_isolation_summary()

@@ -46,11 +46,11 @@ def test_bad_arguments(kwargs, match):
 
 def test_isolation_summary_counts_confined_and_unconfined_runs(monkeypatch):
     import papers.sacopt.execution as X
-    from shared.sandbox import UNSAFE_ENV
+    from shared.sandbox import UNSAFE_ENV, isolation_summary, reset_isolation_summary
 
-    monkeypatch.setattr(X, "_ISOLATION", {"runs": 0, "unconfined_runs": 0, "kinds": set()})
+    reset_isolation_summary()
     run_model_program("print('OBJECTIVE: 1')")
-    assert X.isolation_summary() == {"runs": 1, "unconfined_runs": 0, "confined_all": 1, "isolation": "bwrap"}
+    assert isolation_summary() == {"runs": 1, "unconfined_runs": 0, "confined_all": 1, "isolation": "bwrap"}
     X.close_sandbox()
     monkeypatch.setenv(UNSAFE_ENV, "1")
     try:
@@ -58,6 +58,5 @@ def test_isolation_summary_counts_confined_and_unconfined_runs(monkeypatch):
     finally:
         X.close_sandbox()  # the next test gets a confined zygote again
     monkeypatch.delenv(UNSAFE_ENV)
-    summary = X.isolation_summary()
-    assert summary["runs"] == 2 and summary["unconfined_runs"] == 1 and summary["confined_all"] == 0
-    assert summary["isolation"] == "bwrap+unconfined"
+    assert isolation_summary() == {"runs": 2, "unconfined_runs": 1, "confined_all": 0, "isolation": "bwrap+unconfined"}
+    reset_isolation_summary()
