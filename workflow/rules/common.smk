@@ -9,6 +9,7 @@ sys.path.insert(0, workflow.basedir)
 
 from shared.config import ConfigError, enabled_papers, load_paper_config, validate  # noqa: E402
 from shared.claims.check import load_claims  # noqa: E402
+from shared.figure_sources import figure_sources, report_subcategory, validate_figure_sources  # noqa: E402
 from shared.paramschema import load_and_validate  # noqa: E402
 
 
@@ -27,6 +28,7 @@ def _validated_workflow_config(cfg):
 def _validated_paper(slug):
     try:
         cfg = load_paper_config(f"papers/{slug}/config.yaml")
+        validate_figure_sources(cfg, where=f"papers/{slug}/config.yaml")
         load_and_validate(f"papers/{slug}")  # every experiment's params, typed (papers/<slug>/params.schema.json)
         load_claims(f"papers/{slug}/claims.yaml")
     except ConfigError as exc:
@@ -71,9 +73,17 @@ def paper_code(slug, *, plots=False):
     return paper_dependencies(slug, plots=plots)
 
 
-def figure_group(name):
-    """The report subcategory of a figure: tables apart from figures."""
-    return "tables" if name.endswith((".md", ".csv")) else "figures"
+def figure_group(slug, name):
+    """The report subcategory of a figure: the experiment it is drawn from (``figure_sources`` in the paper's
+    config, else the experiment named in its file name), else tables apart from figures."""
+    return report_subcategory(name, figure_sources(PAPER_CONFIG[slug], SCALE)[name])
+
+
+def _rst_escape(text):
+    """Plain text for an RST caption: ``|x|``, ``*``, backquotes and trailing ``_`` are markup in RST."""
+    for char in ("\\", "|", "*", "`", "_"):
+        text = text.replace(char, "\\" + char)
+    return text
 
 
 def caption_file(slug, name):
@@ -82,7 +92,7 @@ def caption_file(slug, name):
     meta = PAPER_CONFIG[slug]["paper"]
     text = PAPER_CONFIG[slug].get("captions", {}).get(name, f"{name} (no caption given in papers/{slug}/config.yaml)")
     path = Path(".snakemake", "report_captions", slug, f"{name}.rst")
-    body = f"**{meta['title']}** ({slug}, scale ``{SCALE}``)\n\n{text}\n"
+    body = f"**{_rst_escape(meta['title'])}** ({slug}, scale ``{SCALE}``)\n\n{_rst_escape(text)}\n"
     if not path.is_file() or path.read_text(encoding="utf-8") != body:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(body, encoding="utf-8")

@@ -44,7 +44,7 @@ for _slug in PAPERS:
             experiment_outputs(_slug),
             code=paper_code(_slug, plots=True),
         output:
-            [report(f"{figures_dir(_slug)}/{f}", category=_slug, subcategory=figure_group(f),
+            [report(f"{figures_dir(_slug)}/{f}", category=_slug, subcategory=figure_group(_slug, f),
                     caption=caption_file(_slug, f)) for f in PAPER_CONFIG[_slug][SCALE]["figures"]],
             [f"{figures_dir(_slug)}/{f[:-4]}.pdf" for f in PAPER_CONFIG[_slug][SCALE]["figures"] if f.endswith(".png")],
         log:
