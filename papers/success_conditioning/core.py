@@ -224,39 +224,44 @@ def _closed_form(pi, q, delta, w, c):
 
 
 def _numeric_slsqp(pi, q, delta, w, c):
+    r"""SLSQP on the trust-region problem in the whitened variable
+    :math:`u_{na} = (p_{na} - \pi_{na}) / s_{na}`, :math:`s_{na} = \sqrt{\delta \pi_{na} / c_n}`:
+
+    .. math::
+        \max_u \sum_n w_n (s_n \odot q_n)^\top u_n \quad \text{s.t.} \quad \|u\|_2^2 \le 1,
+        \quad s_n^\top u_n = 0, \quad -\pi/s \le u \le (1 - \pi)/s,
+
+    so that the budget is the unit ball for every radius and policy (in p itself a radius of 1e-8 or an
+    action probability of 1e-4 scales the budget's gradient by 1e8 or 1e4, and SLSQP stops at an infeasible
+    point). The objective and each row constraint are scaled by their largest coefficient. SLSQP starts at
+    u = 0 (p = pi) and knows nothing of the closed form."""
     n, a = pi.shape
     if delta == 0.0:
         return pi.copy()
-    scale = float(w.max()) if w.max() > 0 else 1.0
-    lin = -(w[:, None] * q / scale).ravel()
-    budget = (c[:, None] / pi / delta)
+    s = np.sqrt(delta * pi / c[:, None])
+    lin = -(w[:, None] * q * s).ravel()
+    lin = lin / (np.abs(lin).max() or 1.0)
+    rows = np.zeros((n, n * a))
+    for i in range(n):
+        rows[i, i * a:(i + 1) * a] = s[i] / s[i].max()
 
-    def objective(x):
-        return float(lin @ x), lin
+    def objective(u):
+        return float(lin @ u), lin
 
-    def budget_slack(x):
-        diff = x.reshape(n, a) - pi
-        return np.array([1.0 - float(np.sum(budget * diff ** 2))])
-
-    def budget_jac(x):
-        diff = x.reshape(n, a) - pi
-        return (-2.0 * budget * diff).reshape(1, -1)
-
-    rows = np.kron(np.eye(n), np.ones((1, a)))
     constraints = [
-        {"type": "ineq", "fun": budget_slack, "jac": budget_jac},
-        {"type": "eq", "fun": lambda x: rows @ x - 1.0, "jac": lambda x: rows},
+        {"type": "ineq", "fun": lambda u: np.array([1.0 - float(u @ u)]), "jac": lambda u: -2.0 * u[None, :]},
+        {"type": "eq", "fun": lambda u: rows @ u, "jac": lambda u: rows},
     ]
-    res = minimize(objective, pi.ravel(), jac=True, method="SLSQP", bounds=[(0.0, 1.0)] * (n * a),
+    bounds = list(zip((-pi / s).ravel(), ((1.0 - pi) / s).ravel()))
+    res = minimize(objective, np.zeros(n * a), jac=True, method="SLSQP", bounds=bounds,
                    constraints=constraints, options={"ftol": 1e-15, "maxiter": 2000})
     # Status 8 ("positive directional derivative for linesearch") at a feasible point means the line search
     # has reached machine precision at the optimum (ftol 1e-15 is below what SLSQP can certify): accepted
-    # when the budget holds to 1e-6 relative and the rows sum to 1 within 1e-9.
-    feasible = (budget_slack(res.x)[0] >= -1e-6 and np.max(np.abs(rows @ res.x - 1.0)) <= 1e-9
-                and res.x.min() >= -1e-12)
+    # when the budget holds to 1e-6 relative and the scaled rows sum to 0 within 1e-9.
+    feasible = float(res.x @ res.x) <= 1.0 + 1e-6 and np.max(np.abs(rows @ res.x)) <= 1e-9
     if not (res.success or (res.status == 8 and feasible)):
         raise RuntimeError(f"solver SLSQP did not converge: status {res.status} ({res.message})")
-    return np.clip(res.x.reshape(n, a), 0.0, 1.0)
+    return np.clip(pi + s * res.x.reshape(n, a), 0.0, 1.0)
 
 
 CVXPY_TOL = 1e-12  # gap/feasibility tolerances of the cross-check (the defaults, about 1e-8, fix p to only ~1e-4)
@@ -336,7 +341,7 @@ def chi2_trust_region(pi, q, delta, *, obj_weights=None, budget_weights=None,
     delta : float >= 0, the radius.
     obj_weights, budget_weights : arrays (N,) >= 0 (default ones).
     solver : "closed_form" (raises ValueError when the formula leaves the simplex), "numeric" (SLSQP,
-        ftol 1e-15, analytic Jacobians, objective scaled by 1/max w and budget by 1/delta) or "cvxpy".
+        ftol 1e-15, analytic Jacobians, in the whitened variable (p - pi)/sqrt(delta pi/c)) or "cvxpy".
 
     Returns
     -------

@@ -264,3 +264,15 @@ def test_failure_conditioning_never_helps_a_bandit():
     p = core.failure_condition(PI, Q)
     np.testing.assert_allclose(p, PI * (1 - Q) / (1 - 0.4), atol=1e-15)
     assert float(p @ Q) < 0.4
+
+
+def test_numeric_trust_region_at_a_tiny_radius():
+    """A nearly deterministic policy with nearly equal arms has I ~ 2.6e-8; in p itself SLSQP stopped at an
+    infeasible point there (full scale, 1000 bandits). In the scaled variable it returns pi q / V."""
+    pi = np.array([6.16970554e-04, 1.0 - 6.16970554e-04])
+    q = np.array([0.13849886, 0.13759745])
+    value = float(pi @ q)
+    infl = float(pi @ (q - value) ** 2) / value ** 2  # I = Var_pi(q) / V^2
+    assert 1e-8 < infl < 1e-7
+    p = chi2_trust_region(pi, q, infl, solver="numeric")
+    np.testing.assert_allclose(p, pi * q / (pi @ q), atol=1e-12, rtol=0)
