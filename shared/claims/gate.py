@@ -66,15 +66,29 @@ def audit_block(slug: str, scale: str, block: dict) -> list[str]:
     return problems
 
 
-def audit_paper(slug: str, scale: str, *, compare_committed: bool = True, check_fresh: bool = True) -> list[str]:
-    """Problems found in one paper's report (empty when it passes)."""
+def _report_block(slug: str, scale: str) -> tuple[str, dict | None, list[str]]:
+    """(relative path, audit-v2 block or None, problems) of the report ``reports/<scale>/<slug>.md``."""
     rel = f"reports/{scale}/{slug}.md"
     path = REPO_ROOT / rel
     if not path.is_file():
-        return [f"{slug}: {rel} is missing (run the workflow at scale {scale})"]
+        return rel, None, [f"{slug}: {rel} is missing (run the workflow at scale {scale})"]
     block = parse_audit_block(path.read_text(encoding="utf-8"))
     if block is None or block.get("version") != 2:
-        return [f"{slug}: {rel} has no audit-v2 block (render it again with the workflow)"]
+        return rel, None, [f"{slug}: {rel} has no audit-v2 block (render it again with the workflow)"]
+    return rel, block, []
+
+
+def _changed_verdicts(one: dict, other: dict) -> list[str]:
+    """Claim ids whose verdict differs between two audit blocks."""
+    a, b = one["verdicts"], other["verdicts"]
+    return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+
+
+def audit_paper(slug: str, scale: str, *, compare_committed: bool = True, check_fresh: bool = True) -> list[str]:
+    """Problems found in one paper's report (empty when it passes)."""
+    rel, block, problems = _report_block(slug, scale)
+    if block is None:
+        return problems
     problems = audit_block(slug, scale, block)
     if check_fresh and scale != "smoke":
         problems += freshness_problems(slug, block, rel)
@@ -87,9 +101,7 @@ def audit_paper(slug: str, scale: str, *, compare_committed: bool = True, check_
             else:
                 if check_fresh:
                     problems += freshness_problems(slug, committed, f"committed {rel}")
-                if committed["verdicts"] != block["verdicts"]:
-                    changed = sorted(k for k in set(committed["verdicts"]) | set(block["verdicts"])
-                                     if committed["verdicts"].get(k) != block["verdicts"].get(k))
+                if changed := _changed_verdicts(committed, block):
                     problems.append(f"{slug}: committed {rel} disagrees with the regenerated one for {changed}")
     return problems
 
@@ -103,18 +115,11 @@ def full_scale_papers(root=REPO_ROOT) -> list[str]:
 def audit_full_paper(slug: str) -> tuple[list[str], list[str]]:
     """(problems, warnings) of one committed full-scale report: re-rendered from the committed metrics, its
     verdicts must equal the file's and ``expected``; staleness is a warning."""
-    rel = f"reports/full/{slug}.md"
-    path = REPO_ROOT / rel
-    if not path.is_file():
-        return [f"{slug}: {rel} is missing"], []
-    block = parse_audit_block(path.read_text(encoding="utf-8"))
-    if block is None or block.get("version") != 2:
-        return [f"{slug}: {rel} has no audit-v2 block"], []
+    rel, block, problems = _report_block(slug, "full")
+    if block is None:
+        return problems, []
     problems = audit_block(slug, "full", block)
-    fresh = parse_audit_block(render_report(slug, "full"))
-    if fresh["verdicts"] != block["verdicts"]:
-        changed = sorted(k for k in set(fresh["verdicts"]) | set(block["verdicts"])
-                         if fresh["verdicts"].get(k) != block["verdicts"].get(k))
+    if changed := _changed_verdicts(parse_audit_block(render_report(slug, "full")), block):
         problems.append(f"{slug}: {rel} disagrees with the report rendered again from results/full for {changed}")
     return problems, freshness_problems(slug, block, rel)
 

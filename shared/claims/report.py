@@ -22,6 +22,7 @@ from shared.claims.freshness import inputs_dirty
 from shared.claims.official import NOT_ADDRESSED, coverage_problems, official_rows
 from shared.claims.stats import LEVEL, MIN_SAMPLES
 from shared.config import REPO_ROOT, load_paper_config
+from shared.figure_sources import undrawn_figures
 from shared.provenance import git_state
 from shared.results import atomic_write_text, read_metrics
 
@@ -159,14 +160,18 @@ _DECIDED = (f"Verdicts. A claim on one number passes or fails its threshold. A c
             f"fails (no capable model, no GPU, no data) is not evaluated.")
 
 
-def _figures(slug, scale, names, performance) -> list[str]:
+def _figures(slug, scale, names, performance, undrawn) -> list[str]:
+    """Markdown for the figures and tables (``undrawn``: ``{figure: [not-run experiments]}``, named only)."""
     fig_dir = REPO_ROOT / "figures" / scale / slug
     out = []
     for name in names:
         if name in performance:
             continue
         path = fig_dir / name
-        if name.endswith(".png"):
+        if name in undrawn:
+            out += [f"*{name}*: not drawn at this scale (its experiment(s) {', '.join(undrawn[name])} were not "
+                    f"run).", ""]
+        elif name.endswith(".png"):
             out += [f"![{name}](../../figures/{scale}/{slug}/{name})", ""]
         elif name.endswith(".csv") and path.is_file():
             out += [f"**[{name}](../../figures/{scale}/{slug}/{name})**", "", *_csv_preview(path), ""]
@@ -188,10 +193,13 @@ def _csv_preview(path: Path, max_rows: int = 12) -> list[str]:
     return lines
 
 
-def _provenance(slug, scale, config, experiments) -> tuple[list[str], dict]:
+def _provenance(slug, scale, config, experiments, not_run) -> tuple[list[str], dict]:
     rows, total, cpu, solvers, record = [], 0.0, 0.0, {}, None
     for name in experiments:
         path = REPO_ROOT / "results" / scale / slug / name / "provenance.json"
+        if name in not_run:
+            rows.append(f"| {name} | - | - | not run at this scale |")
+            continue
         if not path.is_file():
             rows.append(f"| {name} | - | - | (no provenance.json) |")
             continue
@@ -269,17 +277,21 @@ def render_report(slug: str, scale: str) -> str:
                      f"Control: {c['control']['note'].strip()}" if c.get("control", {}).get("note") else ""]
             lines.append(f"- `{c['id']}`: " + " ".join(p.rstrip(".") + "." for p in parts if p))
         lines.append("")
-    lines += ["## Figures and tables", "", *_figures(slug, scale, block["figures"], performance)]
+    undrawn = undrawn_figures(config, scale, doc.get("not_run", {}))
+    lines += ["## Figures and tables", "", *_figures(slug, scale, block["figures"], performance, undrawn)]
     lines += ["## Performance", ""]
     perf = [p for p in block["figures"] if p in performance]
     for name in perf:
         path = REPO_ROOT / "figures" / scale / slug / name
-        lines += [path.read_text(encoding="utf-8").strip() if path.is_file() else f"({name} missing)", ""]
+        if name in undrawn:
+            lines += [f"({name} not drawn at this scale: {', '.join(undrawn[name])} not run)", ""]
+        else:
+            lines += [path.read_text(encoding="utf-8").strip() if path.is_file() else f"({name} missing)", ""]
     if not perf:
         lines += ["(this paper declares no performance table at this scale)", ""]
     lines += ["## Deviations", "", readme_section(readme, "Deviations") or "(none stated)", "",
               "## Provenance", ""]
-    prov_lines, prov = _provenance(slug, scale, config, list(block["experiments"]))
+    prov_lines, prov = _provenance(slug, scale, config, list(block["experiments"]), not_run)
     lines += prov_lines
     audit = {"version": 2, "slug": slug, "scale": scale, "title": meta["title"], "fidelity": meta["fidelity"],
              "counts": counts, "kinds": kinds, "verdicts": verdict_map,

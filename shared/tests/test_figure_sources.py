@@ -2,7 +2,8 @@
 import pytest
 
 from shared.config import ConfigError
-from shared.figure_sources import figure_sources, report_subcategory, validate_figure_sources
+from shared.figure_sources import (experiments_to_run, figure_sources, figures_to_draw, report_subcategory,
+                                   undrawn_figures, validate_figure_sources, validate_not_run)
 
 
 def _config(figure_sources_=None, *, full_experiments=("sweep", "sweep_large", "perf")):
@@ -47,3 +48,22 @@ def test_figure_listed_at_no_scale_is_an_error():
 
 def test_valid_sources_pass():
     validate_figure_sources(_config({"timing.md": ["perf"]}), where="papers/x/config.yaml")
+
+
+def test_not_run_experiments_and_their_figures_are_left_out():
+    cfg = _config({"timing.md": ["perf"]})
+    not_run = {"full": {"sweep_large": "projected 10 CPU-hours"}}
+    assert list(experiments_to_run(cfg, "full", not_run)) == ["sweep", "perf"]
+    assert list(experiments_to_run(cfg, "quick", not_run)) == ["sweep", "perf"]
+    # sweep_large_error.png is drawn from sweep_large (and sweep): not drawn; other.png has no source: drawn
+    assert undrawn_figures(cfg, "full", not_run) == {"sweep_large_error.png": ["sweep_large"]}
+    assert figures_to_draw(cfg, "full", not_run) == ["timing.md", "other.png"]
+    assert figures_to_draw(cfg, "quick", not_run) == cfg["quick"]["figures"]
+
+
+def test_not_run_names_unknown_experiments_and_refuses_an_empty_run():
+    with pytest.raises(ConfigError, match=r"not_run.quick': experiment\(s\) \['sweep_large'\] not defined"):
+        validate_not_run(_config(), {"quick": {"sweep_large": "x"}}, where="papers/x/claims.yaml")
+    with pytest.raises(ConfigError, match="every experiment is listed"):
+        validate_not_run(_config(), {"smoke": {"sweep": "x", "perf": "y"}}, where="papers/x/claims.yaml")
+    validate_not_run(_config(), {"full": {"sweep_large": "x"}}, where="papers/x/claims.yaml")

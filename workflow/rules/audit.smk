@@ -8,7 +8,7 @@ for _slug in PAPERS:
             readme=f"papers/{_slug}/README.md",
             config=f"papers/{_slug}/config.yaml",
             results=experiment_outputs(_slug),
-            figures=[f"{figures_dir(_slug)}/{f}" for f in PAPER_CONFIG[_slug][SCALE]["figures"]],
+            figures=[f"{figures_dir(_slug)}/{f}" for f in drawn_figures(_slug)],
             code=AUDIT_CODE,
         output:
             report(report_path(_slug), category=_slug, subcategory="audit",

@@ -8,8 +8,9 @@ from pathlib import Path
 sys.path.insert(0, workflow.basedir)
 
 from shared.config import ConfigError, enabled_papers, load_paper_config, validate  # noqa: E402
-from shared.claims.check import load_claims  # noqa: E402
-from shared.figure_sources import figure_sources, report_subcategory, validate_figure_sources  # noqa: E402
+from shared.claims.check import load_claims_file  # noqa: E402
+from shared.figure_sources import (experiments_to_run, figure_sources, figures_to_draw,  # noqa: E402
+                                   report_subcategory, validate_figure_sources, validate_not_run)
 from shared.paramschema import load_and_validate  # noqa: E402
 
 
@@ -26,14 +27,16 @@ def _validated_workflow_config(cfg):
 
 
 def _validated_paper(slug):
+    """The paper's config and the ``not_run`` mapping of its claims (experiments left out of a partial run)."""
     try:
         cfg = load_paper_config(f"papers/{slug}/config.yaml")
         validate_figure_sources(cfg, where=f"papers/{slug}/config.yaml")
         load_and_validate(f"papers/{slug}")  # every experiment's params, typed (papers/<slug>/params.schema.json)
-        load_claims(f"papers/{slug}/claims.yaml")
+        not_run = load_claims_file(f"papers/{slug}/claims.yaml").get("not_run", {})
+        validate_not_run(cfg, not_run, where=f"papers/{slug}/claims.yaml")
     except ConfigError as exc:
         raise WorkflowError(str(exc)) from None
-    return cfg
+    return cfg, not_run
 
 
 configfile: "config/config.yaml"
@@ -42,7 +45,9 @@ configfile: "config/config.yaml"
 _validated_workflow_config(config)
 SCALE = config["scale"]
 PAPERS = enabled_papers(config)
-PAPER_CONFIG = {slug: _validated_paper(slug) for slug in PAPERS}
+PAPER_CONFIG, NOT_RUN = {}, {}
+for _slug in PAPERS:
+    PAPER_CONFIG[_slug], NOT_RUN[_slug] = _validated_paper(_slug)
 def _uses_conda():
     methods = getattr(getattr(workflow, "deployment_settings", None), "deployment_method", ()) or ()
     return any(str(getattr(m, "name", m)).lower() == "conda" for m in methods)
@@ -111,9 +116,19 @@ def report_path(slug):
     return f"reports/{SCALE}/{slug}.md"
 
 
+def run_experiments(slug):
+    """``{name: entry}`` of the experiments that run at this scale (all but the claims' ``not_run``)."""
+    return experiments_to_run(PAPER_CONFIG[slug], SCALE, NOT_RUN[slug])
+
+
+def drawn_figures(slug):
+    """The figures drawn at this scale (all but those drawn from a not-run experiment)."""
+    return figures_to_draw(PAPER_CONFIG[slug], SCALE, NOT_RUN[slug])
+
+
 def experiment_outputs(slug):
     """Every file the paper's experiments write at this scale: the three of each, and its declared extras."""
-    return [f"{results_dir(slug)}/{name}/{f}" for name, entry in PAPER_CONFIG[slug][SCALE]["experiments"].items()
+    return [f"{results_dir(slug)}/{name}/{f}" for name, entry in run_experiments(slug).items()
             for f in ("metrics.json", "results.csv", "provenance.json", *entry.get("outputs", []))]
 
 

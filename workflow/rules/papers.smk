@@ -4,7 +4,7 @@
 #   <slug>_report        claims + metrics + figures -> reports/<scale>/<slug>.md   (workflow/rules/audit.smk)
 #   <slug>               the paper's target
 for _slug in PAPERS:
-    for _name, _entry in PAPER_CONFIG[_slug][SCALE]["experiments"].items():
+    for _name, _entry in run_experiments(_slug).items():
         _res = _entry.get("resources", {})
         _gpu = {"gpu": _res["gpu"]} if SCALE == "full" and _res.get("gpu") else {}  # full-scale torch rules only
 
@@ -45,8 +45,8 @@ for _slug in PAPERS:
             code=paper_code(_slug, plots=True),
         output:
             [report(f"{figures_dir(_slug)}/{f}", category=_slug, subcategory=figure_group(_slug, f),
-                    caption=caption_file(_slug, f)) for f in PAPER_CONFIG[_slug][SCALE]["figures"]],
-            [f"{figures_dir(_slug)}/{f[:-4]}.pdf" for f in PAPER_CONFIG[_slug][SCALE]["figures"] if f.endswith(".png")],
+                    caption=caption_file(_slug, f)) for f in drawn_figures(_slug)],
+            [f"{figures_dir(_slug)}/{f[:-4]}.pdf" for f in drawn_figures(_slug) if f.endswith(".png")],
         log:
             f"logs/{SCALE}/{_slug}/figures.log",
         params:
