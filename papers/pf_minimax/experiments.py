@@ -55,6 +55,25 @@ def _trace_rows(rows: list, problem: str, method: str, seed, trace, metric: str,
                      "value": float(values[i]), "problem": problem})
 
 
+BOROUN_BASELINES = ("r_pdcg", "cg_rpga")
+DEFAULT_BASELINE_STEPS = (1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2)
+
+
+def tune_horizon_baselines(prob, K: int, grid, record_every: int = 1) -> dict:
+    """For R-PDCG and CG-RPGA, the constant ``step_c`` (FW step ``step_c/sqrt(K)``) from ``grid`` with the smallest
+    final duality gap on ``prob`` after ``K`` iterations (ties: the first in the grid). Returns per baseline the
+    chosen constant and the final gap of every grid point."""
+    if not grid:
+        raise ValueError("baseline_steps must list at least one step constant")
+    out = {}
+    for method in BOROUN_BASELINES:
+        finals = {f"{c:g}": float(run_method(method, prob, K, record_every=record_every, step_c=float(c)).measure[-1])
+                  for c in grid}
+        best = min(grid, key=lambda c: finals[f"{c:g}"])
+        out[method] = {"best_step_c": float(best), "gap_final": finals}
+    return out
+
+
 def _write_timing(ctx: RunContext, timing: dict) -> None:
     write_metrics(timing, ctx.out_dir / "timing.json")
     ctx.record(timing=timing)
@@ -84,7 +103,11 @@ def run_cc_games(params: dict, ctx: RunContext):
     control_omega = params.get("control_omega")
     rows, gap_final, slopes, values = [], {}, {}, {}
     frozen = {"gap_final": {}, "slope": {}}
-    for label, game, seed in _cc_games(params):
+    games = _cc_games(params)
+    grid = [float(c) for c in params.get("baseline_steps", DEFAULT_BASELINE_STEPS)]
+    tuning = tune_horizon_baselines(games[0][1], K, grid)   # tuned on the first uniform game, used on all
+    steps_c = {m: tuning[m]["best_step_c"] for m in BOROUN_BASELINES}
+    for label, game, seed in games:
         value, _, _ = game_value(game.A)
         values[label] = {"lp": value + 0.0}
         if label.startswith("identity"):
@@ -98,6 +121,11 @@ def run_cc_games(params: dict, ctx: RunContext):
             if label.startswith("uniform"):
                 slopes[label][method] = loglog_slope(trace.steps, trace.measure)
             _trace_rows(rows, label, method, seed if seed is not None else 0, trace, "gap")
+        if label.startswith("uniform"):
+            for method in BOROUN_BASELINES:
+                trace = run_method(method, game, K, step_c=steps_c[method])
+                gap_final[label][method] = float(trace.measure[-1])
+                _trace_rows(rows, label, method, seed, trace, "gap")
         if control_omega is not None and label.startswith("uniform"):
             frozen["gap_final"][label], frozen["slope"][label] = {}, {}
             for method in LMO_VARIANTS:
@@ -110,18 +138,22 @@ def run_cc_games(params: dict, ctx: RunContext):
     gap_final["max_lmo"] = max(gap_final[lab][m] for lab in uniform for m in LMO_VARIANTS)
     slopes["max_lmo"] = max(slopes[lab][m] for lab in uniform for m in LMO_VARIANTS)
     ratios = [gap_final[lab]["v_xy"] / max(gap_final[lab]["sp_fw"], FLOOR) for lab in uniform]
+    best_pf = {lab: min(gap_final[lab][m] for m in BOROUN_BASELINES) for lab in uniform}
     per_seed = {"worst_lmo_slope": [max(slopes[lab][m] for m in LMO_VARIANTS) for lab in uniform],
                 "ratio_vxy_spfw": ratios,
+                "ratio_vxy_best_pf": [gap_final[lab]["v_xy"] / max(best_pf[lab], FLOOR) for lab in uniform],
                 "slope": {m: [slopes[lab][m] for lab in uniform] for m in CC_METHODS}}
     metrics = {"cc": {"gap_final": gap_final, "slope": {k: v for k, v in slopes.items() if v != {}},
                       "ratio_vxy_spfw": max(ratios), "ratio_vxy_spfw_se": mean_and_se(ratios)[1],
-                      "per_seed": per_seed, "values": values, "K": K}}
+                      "per_seed": per_seed, "values": values, "K": K, "baseline_tuning": tuning}}
     if control_omega is not None:
         metrics["cc"]["control"] = {"frozen_smoothing": {
             "omega": float(control_omega), **frozen,
             "worst_lmo_slope": [max(frozen["slope"][lab][m] for m in LMO_VARIANTS) for lab in uniform],
             "ratio_vxy_spfw": [frozen["gap_final"][lab]["v_xy"] / max(gap_final[lab]["sp_fw"], FLOOR)
-                               for lab in uniform]}}
+                               for lab in uniform],
+            "ratio_vxy_best_pf": [frozen["gap_final"][lab]["v_xy"] / max(best_pf[lab], FLOOR)
+                                  for lab in uniform]}}
     return rows, metrics
 
 
@@ -187,37 +219,52 @@ RMC_METHODS = ("v_x", "v_y", "v_xy", "proj", "sp_fw")
 
 def run_robust_multiclass(params: dict, ctx: RunContext):
     """The paper's convex-concave experiment (Section 5) on generated text-like data: robust multiclass
-    classification with a nuclear-norm ball on W (d x C), the three algorithms, PROJ and SP-FW (a projection-free
-    baseline standing in for R-PDCG / CG-RPGA), plus LMO-LMO with frozen smoothing (the control).
+    classification with a nuclear-norm ball on W (d x C); the three algorithms, PROJ, SP-FW and the projection-free
+    baselines R-PDCG and CG-RPGA (their step constant tuned on the first seed over ``baseline_steps``), plus two
+    LMO-LMO variants: frozen smoothing (omega = ``control_omega``) and the dual step removed (the control).
 
     Per-seed lists: ``rmc.per_seed.gap_final.<m>``, ``rmc.per_seed.ratio_vx_best_other`` = gap(LMO-PO) /
-    min(gap(PO-LMO), gap(LMO-LMO)) at K, ``rmc.per_seed.ratio_vxy_spfw`` and
-    ``rmc.control.frozen_smoothing.ratio_vxy_spfw``. Update times go to timing.json.
+    min(gap(PO-LMO), gap(LMO-LMO)) at K, ``rmc.per_seed.ratio_vxy_best_pf`` = gap(LMO-LMO) / min(gap(R-PDCG),
+    gap(CG-RPGA)), ``rmc.per_seed.ratio_vxy_spfw``, and the same ratios under ``rmc.control.*``. Update times go to
+    timing.json.
     """
     K, every = int(params["K"]), int(params.get("record_every", 10))
     shape = {k: params[k] for k in ("N", "d", "C", "s", "delta") if k in params}
-    rows, gaps, frozen, timing = [], {m: [] for m in RMC_METHODS}, [], {m: [] for m in RMC_METHODS}
+    methods = (*RMC_METHODS, *BOROUN_BASELINES)
+    rows, gaps, timing = [], {m: [] for m in methods}, {m: [] for m in methods}
+    controls = {"frozen_smoothing": [], "freeze_y": []}
+    tuning, steps_c = None, {}
     for seed in params["seeds"]:
         prob = make_problem("robust_multiclass", seed=int(seed), **shape)
-        for method in RMC_METHODS:
-            tr = run_method(method, prob, K, record_every=every, time_iterations=True)
+        if tuning is None:
+            grid = [float(c) for c in params.get("baseline_steps", DEFAULT_BASELINE_STEPS)]
+            tuning = tune_horizon_baselines(prob, K, grid, record_every=every)
+            steps_c = {m: tuning[m]["best_step_c"] for m in BOROUN_BASELINES}
+        for method in methods:
+            tr = run_method(method, prob, K, record_every=every, time_iterations=True, step_c=steps_c.get(method, 1.0))
             gaps[method].append(float(tr.measure[-1]))
             timing[method].append(float(tr.iter_seconds.sum()))
             _trace_rows(rows, f"rmc_s{seed}", method, int(seed), tr, "gap", thin=False)
-        tr = run_method("v_xy", prob, K, record_every=every, omega=float(params.get("control_omega", 0.01)))
-        frozen.append(float(tr.measure[-1]))
-        _trace_rows(rows, f"rmc_s{seed}", "v_xy_frozen", int(seed), tr, "gap", thin=False)
-        ctx.log(f"robust multiclass seed {seed}: " + ", ".join(f"{m}={gaps[m][-1]:.3g}" for m in RMC_METHODS))
+        for name, kwargs in (("frozen_smoothing", {"omega": float(params.get("control_omega", 0.01))}),
+                             ("freeze_y", {"freeze_y": True})):
+            tr = run_method("v_xy", prob, K, record_every=every, **kwargs)
+            controls[name].append(float(tr.measure[-1]))
+            _trace_rows(rows, f"rmc_s{seed}", f"v_xy_{name}", int(seed), tr, "gap", thin=False)
+        ctx.log(f"robust multiclass seed {seed}: " + ", ".join(f"{m}={gaps[m][-1]:.3g}" for m in methods))
+    n = len(params["seeds"])
+    best_pf = [min(gaps[m][i] for m in BOROUN_BASELINES) for i in range(n)]
     per_seed = {"gap_final": gaps,
                 "ratio_vx_best_other": [gaps["v_x"][i] / max(min(gaps["v_y"][i], gaps["v_xy"][i]), FLOOR)
-                                        for i in range(len(params["seeds"]))],
-                "ratio_vxy_spfw": [gaps["v_xy"][i] / max(gaps["sp_fw"][i], FLOOR)
-                                   for i in range(len(params["seeds"]))]}
-    control = {"frozen_smoothing": {"gap_final": frozen,
-                                    "ratio_vxy_spfw": [frozen[i] / max(gaps["sp_fw"][i], FLOOR)
-                                                       for i in range(len(frozen))]}}
+                                        for i in range(n)],
+                "ratio_vxy_spfw": [gaps["v_xy"][i] / max(gaps["sp_fw"][i], FLOOR) for i in range(n)],
+                "ratio_vxy_best_pf": [gaps["v_xy"][i] / max(best_pf[i], FLOOR) for i in range(n)]}
+    control = {name: {"gap_final": vals,
+                      "ratio_vxy_spfw": [vals[i] / max(gaps["sp_fw"][i], FLOOR) for i in range(n)],
+                      "ratio_vxy_best_pf": [vals[i] / max(best_pf[i], FLOOR) for i in range(n)]}
+               for name, vals in controls.items()}
     _write_timing(ctx, {"rmc": {"update_seconds": timing}})
-    return rows, {"rmc": {"per_seed": per_seed, "control": control, "K": K, "shape": shape}}
+    return rows, {"rmc": {"per_seed": per_seed, "control": control, "K": K, "shape": shape,
+                          "baseline_tuning": tuning}}
 
 
 # --------------------------------------------------------------------------------------------------- NC DRO
@@ -382,7 +429,8 @@ def _median_time(fn, repeats: int) -> float:
 
 
 def run_performance(params: dict, ctx: RunContext):
-    """Side-by-side timings: HiGHS LP vs V-x / V-xy / PEG to a duality gap of 1e-3; svds(k=1) vs full SVD."""
+    """Side-by-side timings: HiGHS LP vs V-x / V-y / V-xy, PEG (default and tuned step) and the tuned R-PDCG /
+    CG-RPGA to a duality gap of 1e-3 (the horizon baselines run with T = K_games); svds(k=1) vs full SVD."""
     repeats, target = int(params.get("repeats", 5)), float(params.get("target", 1e-3))
     n, m = params["uniform_shape"]
     game = make_problem("uniform_game", n=n, m=m, seed=0)
@@ -393,8 +441,12 @@ def run_performance(params: dict, ctx: RunContext):
     peg_grid = [float(c) for c in params.get("peg_steps", [0.5])]
     tuned = _tune_peg(game, int(params["K_games"]), target, peg_grid)
     det["games"]["peg_tuning"] = tuned
-    for method, kwargs in (("v_x", {}), ("v_y", {}), ("v_xy", {}), ("peg", {}),
-                           ("peg_tuned", {"peg_step": tuned["best_step"]})):
+    pf_grid = [float(c) for c in params.get("baseline_steps", DEFAULT_BASELINE_STEPS)]
+    pf_tuning = tune_horizon_baselines(game, int(params["K_games"]), pf_grid)
+    det["games"]["baseline_tuning"] = pf_tuning
+    runs = [("v_x", {}), ("v_y", {}), ("v_xy", {}), ("peg", {}), ("peg_tuned", {"peg_step": tuned["best_step"]})]
+    runs += [(m, {"step_c": pf_tuning[m]["best_step_c"]}) for m in BOROUN_BASELINES]
+    for method, kwargs in runs:
         trace = run_method("peg" if method == "peg_tuned" else method, game, int(params["K_games"]),
                            time_iterations=True, **kwargs)
         reach = _first_reach(trace, target)

@@ -20,6 +20,19 @@ projection-based, AGP-like reference. Every schedule depends on ``k`` only, so t
 Baselines: ``sp_fw``, the simultaneous saddle-point Frank-Wolfe of Gidel, Jebara & Lacoste-Julien (AISTATS 2017),
 ``x += 2/(k+2)(LMO_X(grad_x f) - x)``, ``y += 2/(k+2)(LMO_Y(-grad_y f) - y)``; ``peg``, projected extragradient
 (Korpelevich 1976) with constant step ``a = peg_step/L_xy`` (C-C only; default 0.5).
+
+Projection-free baselines of Boroun, Yazdandoost Hamedani & Jalilzadeh (NeurIPS 2023), reconstructed from their
+abstract (a regularised dual, single loop, parameters set from the target accuracy eps, hence from the horizon
+T): ``r_pdcg`` (R-PDCG, LMO on both sides, O(eps^-6) iterations) and ``cg_rpga`` (CG-RPGA, LMO on x, projected
+ascent on y, O(eps^-4)). With ``eps = T^(-1/6)`` (R-PDCG) or ``T^(-1/4)`` (CG-RPGA) and ``gamma = step_c/sqrt(T)``::
+
+    mu   = mu0 * eps                                  (fixed regulariser, chosen from the horizon)
+    gy   = grad_y f(x_k, y_k) - mu (y_k - ybar)
+    y-step  r_pdcg : y_{k+1} = y_k + gamma (LMO_Y(-gy) - y_k)
+            cg_rpga: y_{k+1} = P_Y(y_k + gy / (L_yy + L_xy + mu))
+    x_{k+1} = x_k + gamma (LMO_X(grad_x f(x_k, y_{k+1})) - x_k)
+
+Unlike the dual dynamic smoothing above, the regulariser and the steps depend on T, so these runs are not anytime.
 """
 from __future__ import annotations
 
@@ -32,12 +45,15 @@ import scipy.sparse as sp
 
 from .problems import MinimaxProblem
 
-__all__ = ["METHODS", "SMOOTHING_VARIANTS", "X_STEPS", "Trace", "run_method", "mu_schedule"]
+__all__ = ["METHODS", "SMOOTHING_VARIANTS", "HORIZON_BASELINES", "horizon_parameters", "X_STEPS", "Trace",
+           "run_method", "mu_schedule"]
 
 SMOOTHING_VARIANTS = {"v_x": ("lmo", "proj"), "v_y": ("proj", "lmo"), "v_xy": ("lmo", "lmo"),
                       "proj": ("proj", "proj")}
 """Method -> (x-step, y-step)."""
-METHODS = (*SMOOTHING_VARIANTS, "sp_fw", "peg")
+HORIZON_BASELINES = {"r_pdcg": ("lmo", 1.0 / 6.0), "cg_rpga": ("proj", 0.25)}
+"""Boroun et al. baselines -> (y-step, eps exponent: eps = T^(-exponent))."""
+METHODS = (*SMOOTHING_VARIANTS, "sp_fw", "peg", *HORIZON_BASELINES)
 X_STEPS = ("open_loop", "short", "sqrt")
 SQRT_ALPHA0 = 0.1
 
@@ -68,6 +84,21 @@ def mu_schedule(k, mu0: float, omega: float):
     return mu0 / (np.asarray(k, dtype=float) + 1.0) ** omega
 
 
+def horizon_parameters(method: str, horizon: int, mu0: float = 1.0, step_c: float = 1.0) -> dict:
+    """Fixed parameters of a Boroun et al. baseline for horizon ``T``: ``eps = T^(-a)`` (a = 1/6 for R-PDCG, 1/4
+    for CG-RPGA), regulariser ``mu = mu0 eps`` and the constant Frank-Wolfe step ``gamma = min(1, step_c/sqrt(T))``."""
+    if method not in HORIZON_BASELINES:
+        raise ValueError(f"method must be one of {list(HORIZON_BASELINES)}, got {method!r}")
+    horizon = _check_int(horizon, "horizon", 1)
+    for name, val in (("mu0", mu0), ("step_c", step_c)):
+        if isinstance(val, bool) or not isinstance(val, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(val) or val <= 0:
+            raise ValueError(f"{name} must be a positive finite number, got {val!r}")
+    eps = float(horizon) ** (-HORIZON_BASELINES[method][1])
+    return {"mu": float(mu0) * eps, "gamma": min(1.0, float(step_c) / math.sqrt(horizon)), "eps": eps,
+            "horizon": horizon}
+
+
 def _inner(g, d) -> float:
     if sp.issparse(g):
         return float(g.multiply(d).sum())
@@ -96,7 +127,7 @@ def _resolve_params(method, problem, mu0, omega, x_step):
         raise ValueError(f"omega must lie in (0, 1], got {omega!r}")
     if x_step is not None and x_step not in X_STEPS:
         raise ValueError(f"x_step must be one of {list(X_STEPS)} or None, got {x_step!r}")
-    if method not in SMOOTHING_VARIANTS:
+    if method not in SMOOTHING_VARIANTS:  # SP-FW, PEG, R-PDCG, CG-RPGA
         return {"mu0": None, "omega": omega, "x_step": None}
     if mu0 is None:
         mu0 = 0.0 if problem.regime == "ncsc" else 1.0
@@ -113,7 +144,8 @@ def _resolve_params(method, problem, mu0, omega, x_step):
 
 def run_method(method: str, problem: MinimaxProblem, n_iter: int, *, mu0: float | None = None, omega: float = 0.5,
                x_step: str | None = None, record_every: int = 1, time_iterations: bool = False,
-               freeze_y: bool = False, peg_step: float = 0.5) -> Trace:
+               freeze_y: bool = False, peg_step: float = 0.5, horizon: int | None = None,
+               step_c: float = 1.0) -> Trace:
     r"""Run ``method`` for ``n_iter`` iterations from ``x_0 = center(X)``, ``y_0 = ybar = center(Y)``.
 
     ``method``: ``"v_x"``, ``"v_y"``, ``"v_xy"``, ``"proj"`` (dual dynamic smoothing, see the module docstring),
@@ -124,6 +156,8 @@ def run_method(method: str, problem: MinimaxProblem, n_iter: int, *, mu0: float 
     (``time.perf_counter``), not the measure. ``freeze_y=True`` (smoothing variants only; a negative control)
     skips the dual step, so y stays at ``ybar`` and x descends f(., ybar) instead of the max function.
     ``peg_step`` is PEG's step in units of 1/max(L_xy, L_xx, L_yy) (default 0.5; the performance experiment tunes it).
+    ``horizon`` (default ``n_iter``) and ``step_c`` set the fixed parameters of ``"r_pdcg"`` and ``"cg_rpga"``
+    (:func:`horizon_parameters`, with ``mu0`` default 1); other methods ignore them.
     """
     params = _resolve_params(method, problem, mu0, omega, x_step)
     if freeze_y and method not in SMOOTHING_VARIANTS:
@@ -179,6 +213,23 @@ def run_method(method: str, problem: MinimaxProblem, n_iter: int, *, mu0: float 
             gx, gy = problem.grad_x(x, y), problem.grad_y(x, y)
             gamma = 2.0 / (k + 2.0)
             return x + gamma * (X._lmo(gx) - x), y + gamma * (Y._lmo(-gy) - y)
+
+    elif method in HORIZON_BASELINES:
+        fixed = horizon_parameters(method, max(n_iter, 1) if horizon is None else horizon,
+                                   1.0 if mu0 is None else mu0, step_c)
+        params.update(fixed)
+        y_mode = HORIZON_BASELINES[method][0]
+        mu_fix, gamma = fixed["mu"], fixed["gamma"]
+        y_step = 1.0 / (problem.L_yy + problem.L_xy + mu_fix)
+
+        def update(k, x, y):
+            gy = problem.grad_y(x, y) - mu_fix * (y - ybar)
+            if y_mode == "lmo":
+                y_new = y + gamma * (Y._lmo(-gy) - y)
+            else:
+                y_new = Y._project(y + y_step * gy)
+            gx = problem.grad_x(x, y_new)
+            return x + gamma * (X._lmo(gx) - x), y_new
 
     else:  # peg
         if not (isinstance(peg_step, (int, float)) and math.isfinite(peg_step) and peg_step > 0):

@@ -12,9 +12,9 @@ import pandas as pd
 from shared.plotting import main, method_colors, new_figure, save_figure
 from shared.results import atomic_write_text, read_metrics, read_tidy, write_markdown_table
 
-ALL_METHODS = ("v_x", "v_y", "v_xy", "proj", "sp_fw", "peg")
+ALL_METHODS = ("v_x", "v_y", "v_xy", "proj", "sp_fw", "peg", "r_pdcg", "cg_rpga")
 LABELS = {"v_x": "V-x (LMO on x)", "v_y": "V-y (LMO on y)", "v_xy": "V-xy (LMO on both)", "proj": "PROJ",
-          "sp_fw": "SP-FW", "peg": "PEG"}
+          "sp_fw": "SP-FW", "peg": "PEG", "r_pdcg": "R-PDCG (tuned)", "cg_rpga": "CG-RPGA (tuned)"}
 COLORS = method_colors(ALL_METHODS)
 FLOOR = 1e-15
 
@@ -48,7 +48,7 @@ def _cc_figures(results: Path, out: Path) -> None:
     for game, vals in cc["values"].items():
         row = {"game": game, "LP value (HiGHS)": vals["lp"],
                "closed form": vals.get("closed_form", "-")}
-        row.update({f"gap {LABELS[m]}": cc["gap_final"][game][m] for m in ALL_METHODS})
+        row.update({f"gap {LABELS[m]}": cc["gap_final"][game].get(m, "-") for m in ALL_METHODS})
         table.append(row)
     write_markdown_table(pd.DataFrame(table), out / "cc_values.md", floatfmt=".3g",
                          title=f"Matrix games: LP value and final duality gap at K = {cc['K']}")
@@ -58,7 +58,8 @@ def _rmc_figures(results: Path, out: Path) -> None:
     """Robust multiclass classification (generated text-like data): duality gap against k, first two seeds."""
     frame = read_tidy(results / "robust_multiclass" / "results.csv")
     first = list(dict.fromkeys(frame.problem))[:2]
-    _loglog_panels(frame[frame.problem.isin(first)], "gap", ("v_x", "v_y", "v_xy", "proj", "sp_fw"),
+    methods = ("v_x", "v_y", "v_xy", "proj", "sp_fw", "r_pdcg", "cg_rpga")
+    _loglog_panels(frame[frame.problem.isin(first)], "gap", methods,
                    out / "rmc_gap_vs_iter.png", "duality gap (last iterate)")
 
 
@@ -121,7 +122,7 @@ def _performance_table(results: Path, out: Path) -> None:
     timing = read_metrics(results / "performance" / "timing.json")
     hw = _hardware(results / "performance")
     games = []
-    for m in [m for m in ("v_x", "v_y", "v_xy", "peg", "peg_tuned") if m in det["games"]]:
+    for m in [m for m in ("v_x", "v_y", "v_xy", "peg", "peg_tuned", "r_pdcg", "cg_rpga") if m in det["games"]]:
         t, d = timing["games"][m], det["games"][m]
         label = (f"PEG tuned (step {det['games']['peg_tuning']['best_step']:g}/L)" if m == "peg_tuned"
                  else LABELS[m])

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from papers.pf_minimax.experiments import loglog_slope
-from papers.pf_minimax.methods import run_method
+from papers.pf_minimax.experiments import loglog_slope, tune_horizon_baselines
+from papers.pf_minimax.methods import horizon_parameters, run_method
 from papers.pf_minimax.problems import make_problem
 
 
@@ -114,3 +114,48 @@ def test_peg_step_scales_the_extragradient_step():
     for bad in (0.0, -1.0, float("nan")):
         with pytest.raises(ValueError, match="peg_step"):
             run_method("peg", game, 3, peg_step=bad)
+
+
+def test_horizon_parameters_from_eps():
+    # T = 64: R-PDCG eps = 64^(-1/6) = 1/2, CG-RPGA eps = 64^(-1/4) = 1/(2 sqrt 2); gamma = step_c / sqrt(T)
+    r = horizon_parameters("r_pdcg", 64, mu0=2.0, step_c=1.0)
+    assert np.isclose(r["eps"], 0.5) and np.isclose(r["mu"], 1.0) and np.isclose(r["gamma"], 0.125)
+    c = horizon_parameters("cg_rpga", 64, step_c=16.0)
+    assert np.isclose(c["mu"], 1 / (2 * np.sqrt(2))) and c["gamma"] == 1.0   # capped at 1
+    for kwargs, msg in ((dict(method="v_x", horizon=5), "method"), (dict(method="r_pdcg", horizon=0), "horizon"),
+                        (dict(method="r_pdcg", horizon=5, step_c=0.0), "step_c"),
+                        (dict(method="cg_rpga", horizon=5, mu0=float("inf")), "mu0")):
+        with pytest.raises(ValueError, match=msg):
+            horizon_parameters(**kwargs)
+
+
+def test_boroun_baselines_first_step_by_hand():
+    # A = diag(1, 2), T = 1: eps = 1, mu = 1, gamma = 1. gy = A^T x0 - mu (y0 - ybar) = (1/2, 1).
+    # R-PDCG: y1 = LMO_Y(-gy) = e_1; gx = A y1 = (0, 2) -> x1 = e_0.
+    # CG-RPGA: y1 = P(y0 + gy/(L_yy + L_xy + mu)) = P(y0 + gy/3) = (5/12, 7/12); gx = (5/12, 7/6) -> x1 = e_0.
+    game = make_problem("matrix_game", A=np.diag([1.0, 2.0]))
+    tr = run_method("r_pdcg", game, 1)
+    assert np.array_equal(tr.y, [0.0, 1.0]) and np.array_equal(tr.x, [1.0, 0.0])
+    assert tr.params["mu"] == 1.0 and tr.params["gamma"] == 1.0 and tr.params["horizon"] == 1
+    tr = run_method("cg_rpga", game, 1)
+    assert np.allclose(tr.y, [5 / 12, 7 / 12]) and np.array_equal(tr.x, [1.0, 0.0])
+
+
+def test_boroun_baselines_depend_on_the_horizon():
+    """Not anytime: the K-run is not a prefix of the 2K-run unless the horizon is fixed."""
+    game = make_problem("uniform_game", n=6, m=5, seed=1)
+    for method in ("r_pdcg", "cg_rpga"):
+        short, long = run_method(method, game, 30), run_method(method, game, 60)
+        assert not np.array_equal(short.measure, long.measure[:31])
+        fixed = run_method(method, game, 30, horizon=60)
+        np.testing.assert_array_equal(fixed.measure, long.measure[:31])
+
+
+def test_baseline_tuning_picks_the_smallest_final_gap():
+    game = make_problem("uniform_game", n=6, m=5, seed=1)
+    out = tune_horizon_baselines(game, 40, [0.25, 1.0])
+    for method in ("r_pdcg", "cg_rpga"):
+        finals = out[method]["gap_final"]
+        assert finals[f"{out[method]['best_step_c']:g}"] == min(finals.values())
+    with pytest.raises(ValueError, match="baseline_steps"):
+        tune_horizon_baselines(game, 40, [])
