@@ -9,6 +9,7 @@ clients absent each round, with replay); ``straggler`` (H6), ``memory`` (H7), ``
 """
 from __future__ import annotations
 
+import resource
 import time
 
 import numpy as np
@@ -23,12 +24,15 @@ from shared.provenance import hardware
 from shared.results import mean_and_se, write_arrays
 
 from papers.hosfl import hybrid as H
+from papers.hosfl.data import load_dataset
+from papers.hosfl.memory_probe import STEP_METHODS, client_step, deep_client, peak_cuda_growth, peak_rss_growth
 from papers.hosfl.model import SplitMLP
+from papers.hosfl.pretrained import pretrained_client, run_pretrained_split
 from papers.hosfl.training import (CATEGORIES, DEFAULT_CLIENT_LR, Setup, final_accuracy, make_stepper,
                                    rounds_to_target, run_split_training)
 
 __all__ = ["EXPERIMENTS", "estimator", "training", "straggler", "memory", "performance", "p_sweep",
-           "width_sweep", "saved_bytes", "finite_p_alignment_factor"]
+           "width_sweep", "memory_measured", "pretrained", "saved_bytes", "finite_p_alignment_factor"]
 
 
 def _torch_setup():
@@ -341,6 +345,50 @@ def memory(params: dict, ctx: RunContext):
     return rows, metrics
 
 
+def memory_measured(params: dict, ctx: RunContext):
+    """Official claim 3, measured: the peak memory of one client step of HO-SFL (forward passes only, under
+    no_grad), first-order SFL (forward with autograd and backward) and the control HO-SFL step with gradients
+    enabled, plus a no-grad forward (inference only), on a deep client (``depth`` blocks Linear ->
+    LayerNorm -> GELU of ``width``) and a batch of ``batch_size`` Digits images. On the CPU each step runs
+    in its own forked child and the growth of its peak RSS is recorded (:func:`peak_rss_growth`); on a
+    CUDA ``device`` the growth of ``torch.cuda.max_memory_allocated``. ``repeats`` rounds of all methods."""
+    _torch_setup()
+    B, width, depth = int(params["batch_size"]), int(params["width"]), int(params["depth"])
+    P, repeats = int(params["P"]), int(params["repeats"])
+    device = str(params.get("device", "cpu"))
+    if device != "cpu" and not (device.startswith("cuda") and torch.cuda.is_available()):
+        raise ValueError(f"device must be 'cpu' or an available CUDA device, got {device!r}")
+    rng = ctx.generator("memory_measured")
+    client = deep_client(64, width, depth, seed=int(rng.integers(2 ** 31))).to(device)
+    x_train = load_dataset("digits")[0]
+    x = torch.from_numpy(x_train[rng.integers(0, x_train.shape[0], B)]).float().to(device)
+    lam = torch.from_numpy(rng.standard_normal((B, width)) / B).float().to(device)   # a multiplier's shape
+    seeds = [int(s) for s in rng.choice(H.SEED_BOUND, size=P, replace=False)]
+    peaks = {m: [] for m in STEP_METHODS}
+    child_cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    for _ in range(repeats):   # plain loop: no progress thread is alive when the probe forks
+        for m in STEP_METHODS:
+            def fn(m=m):
+                client_step(m, client, x, lam, seeds=seeds)
+            peaks[m].append(peak_rss_growth(fn) if device == "cpu" else peak_cuda_growth(fn, device))
+    child_cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    ctx.record(child_cpu_s=round((child_cpu1.ru_utime + child_cpu1.ru_stime)
+                                 - (child_cpu0.ru_utime + child_cpu0.ru_stime), 3))
+    mb = {m: [v / 2 ** 20 for v in vals] for m, vals in peaks.items()}
+    ratio = {f"{m}_over_sfl_fo": [a / b for a, b in zip(peaks[m], peaks["sfl_fo"])]
+             for m in STEP_METHODS if m != "sfl_fo"}
+    ctx.log("peak growth (MiB, mean): " + ", ".join(f"{m} {np.mean(v):.1f}" for m, v in mb.items()))
+    metrics = {"measurement": "peak RSS growth of a forked child per step" if device == "cpu"
+               else "torch.cuda.max_memory_allocated growth", "device": device,
+               "d_c": int(sum(p.numel() for p in client.parameters())), "batch_size": B, "width": width,
+               "depth": depth, "P": P, "repeats": repeats, "activation_mib": B * width * 4 / 2 ** 20,
+               "peak_mib": mb, "peak_mib_mean": {m: float(np.mean(v)) for m, v in mb.items()},
+               "ratio": ratio, "ratio_mean": {k: float(np.mean(v)) for k, v in ratio.items()}}
+    rows = [{"method": m, "seed": r, "step": 0, "metric": "peak_mib", "value": v}
+            for m, vals in mb.items() for r, v in enumerate(vals)]
+    return rows, metrics
+
+
 # ------------------------------------------------------------------------------------------- performance
 def performance(params: dict, ctx: RunContext):
     """Wall time per round and client-side time per round of HO-SFL, SFL-FO (tau=1) and SFL-ZO on the same
@@ -382,6 +430,79 @@ def performance(params: dict, ctx: RunContext):
     if "sfl_zo" in res:
         metrics["ratio_round_hosfl_sfl_zo"] = res["hosfl"]["round_s"] / res["sfl_zo"]["round_s"]
     rows = [{"method": m, "seed": 0, "step": 0, "metric": k, "value": v} for m, d in res.items() for k, v in d.items()]
+    return rows, metrics
+
+
+# ------------------------------------------------------------------------------------------- pretrained CNN client
+def _bytes_to_target(out, target):
+    """Bytes per client up to the first evaluation with test accuracy >= ``target``; a run that never gets
+    there counts its bytes at the horizon plus one evaluation interval more (a lower bound)."""
+    acc, b = out["test_accuracy"], out["bytes_per_client_at_eval"]
+    hit = np.flatnonzero(acc >= target)
+    if hit.size:
+        return float(b[hit[0]]), True
+    step = float(b[-1] - (b[-2] if b.size > 1 else 0.0))
+    return float(b[-1] + step), False
+
+
+def pretrained(params: dict, ctx: RunContext):
+    """Official claim 2 in miniature: a CNN client (d_c = 103140) pre-trained here on Digits classes 0..4 is
+    fine-tuned on all ten classes by HO-SFL, first-order SFL (tau = 1), FSL-SAGE (reconstructed) and the frozen
+    client, same partition, batches and server init per seed. Per seed: final_acc, the bytes per client of the
+    whole run and up to the first evaluation at ``target_accuracy``; paired differences and ratios."""
+    _torch_setup()
+    pre = dict(params["pretrain"])
+    client, theta0, facts = pretrained_client(seed=int(seeding.generator(ctx.seed, "pretrain").integers(2 ** 31)),
+                                              **pre)
+    ctx.log(f"pretrained client: d_c = {theta0.size}, {facts}")
+    common, target = dict(params["common"]), float(params["target_accuracy"])
+    seeds = [int(s) for s in params["seeds"]]
+    per = {name: {} for name in params["runs"]}
+    arrays, rows = {}, []
+    for seed in seeds:
+        root = int(seeding.generator(ctx.seed, "run", str(seed)).integers(2 ** 31))
+        for name, opts in params["runs"].items():
+            opts = dict(opts)
+            method = opts.pop("method")
+            t0 = time.process_time()
+            out = run_pretrained_split(method, client, theta0, seed=root, **common, **opts)
+            btt, reached = _bytes_to_target(out, target)
+            per[name][seed] = {"acc": out["final_acc"], "bytes_total": float(out["bytes_per_client_at_eval"][-1]),
+                               "bytes_to_target": btt, "reached": reached,
+                               "bytes_per_round": {c: float(v.sum()) / (out["n_clients"] * len(out["train_loss"]))
+                                                   for c, v in out["bytes"].items()}}
+            arrays[f"{name}__s{seed}__round"] = out["round"]
+            arrays[f"{name}__s{seed}__acc"] = out["test_accuracy"]
+            arrays[f"{name}__s{seed}__bytes"] = out["bytes_per_client_at_eval"]
+            rows += [{"method": name, "seed": seed, "step": int(r), "metric": "test_accuracy", "value": float(a)}
+                     for r, a in zip(out["round"], out["test_accuracy"])]
+            ctx.log(f"{name} seed {seed}: final_acc {out['final_acc']:.4f}, bytes/client "
+                    f"{per[name][seed]['bytes_total']:.3g}, to {target:g}: {btt:.3g} "
+                    f"({time.process_time() - t0:.1f} s cpu)")
+    runs = {}
+    for name, d in per.items():
+        accs = [d[s]["acc"] for s in seeds]
+        mean, se = mean_and_se(accs)
+        runs[name] = {"final_acc": mean, "final_acc_se": se, "final_acc_per_seed": accs,
+                      "bytes_total_per_client": d[seeds[0]]["bytes_total"],
+                      "bytes_per_client_round": d[seeds[0]]["bytes_per_round"],
+                      "bytes_to_target_per_seed": [d[s]["bytes_to_target"] for s in seeds],
+                      "reached_target": [d[s]["reached"] for s in seeds]}
+    paired, compare = {}, {}
+    for a in per:
+        for b in per:
+            if a != b:
+                paired[f"{a}_minus_{b}_points"] = [100 * (per[a][s]["acc"] - per[b][s]["acc"]) for s in seeds]
+                paired[f"bytes_to_target_ratio_{a}_{b}"] = [per[a][s]["bytes_to_target"] / per[b][s]["bytes_to_target"]
+                                                            for s in seeds]
+                compare[f"bytes_total_ratio_{a}_{b}"] = runs[a]["bytes_total_per_client"] / runs[b]["bytes_total_per_client"]
+    if {"hosfl", "fsl_sage", "sfl_fo"} <= set(runs):
+        tot = {k: runs[k]["bytes_total_per_client"] for k in ("hosfl", "fsl_sage", "sfl_fo")}
+        compare["comm_order_hosfl_fsl_sage_sfl_fo"] = bool(tot["hosfl"] < tot["fsl_sage"] < tot["sfl_fo"])
+    metrics = {"client_dim": int(theta0.size), "pretrain": {**pre, **facts}, "common": common, "seeds": seeds,
+               "target_accuracy": target, "runs": runs, "paired": paired, "compare": compare,
+               "n_clients": int(common.get("n_clients", 10)), "batch_size": int(common.get("batch_size", 32))}
+    write_arrays(ctx.out_dir / "curves.npz", **arrays)
     return rows, metrics
 
 
@@ -470,8 +591,8 @@ def width_sweep(params: dict, ctx: RunContext):
 
 EXPERIMENTS = {"estimator": estimator, "iid": training, "dirichlet": training, "pca": training,
                "adamw": training, "synthetic": training, "straggler_rate": training,
-               "straggler": straggler, "memory": memory, "performance": performance, "p_sweep": p_sweep,
-               "width_sweep": width_sweep}
+               "straggler": straggler, "memory": memory, "memory_measured": memory_measured, "performance": performance, "p_sweep": p_sweep,
+               "width_sweep": width_sweep, "pretrained": pretrained}
 
 if __name__ == "__main__":
     main(EXPERIMENTS)

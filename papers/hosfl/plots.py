@@ -17,7 +17,8 @@ __all__ = ["make_figures", "LABELS"]
 LABELS = {"sfl_fo_tau1": "SFL-FO (tau=1)", "sfl_fo_tau10": "SFL-FO (tau=10)", "hosfl": "HO-SFL",
           "frozen": "frozen client", "sfl_zo": "SFL-ZO (pure ZO)", "mu_splitfed": "MU-SplitFed",
           "sfl_fo": "SFL-FO", "hosfl_stragglers30": "HO-SFL, 30% stragglers (replay)",
-          "hosfl_decoupled": "control: HO-SFL, scalars decoupled"}
+          "hosfl_decoupled": "control: HO-SFL, scalars decoupled", "fsl_sage": "FSL-SAGE (reconstructed)",
+          "hosfl_grad": "control: HO-SFL step with gradients enabled", "inference": "inference only (no-grad forward)"}
 CATEGORY_LABELS = {"cut.act_up": "cut activations up", "cut.labels_up": "labels up",
                    "cut.grad_down": "cut gradients down", "cut.scalar_down": "cut scalars down",
                    "weights.up": "client weights / scalars up", "weights.down": "client weights / scalars down",
@@ -26,6 +27,7 @@ COLORS = method_colors(["hosfl", "sfl_fo_tau1", "sfl_fo_tau10", "frozen", "sfl_z
 COLORS["sfl_fo"] = COLORS["sfl_fo_tau1"]
 COLORS["hosfl_stragglers30"] = COLORS["sfl_fo_tau10"]
 COLORS["hosfl_decoupled"] = "0.6"
+COLORS["fsl_sage"] = COLORS["sfl_fo_tau10"]
 PANELS = (("iid", "IID, random init"), ("dirichlet", "Dirichlet 0.1, random init"), ("pca", "IID, PCA init"),
           ("adamw", "IID, random init, AdamW"), ("straggler_rate", "IID, 30% stragglers a round"),
           ("synthetic", "make_classification, 256-256 client"))
@@ -197,6 +199,46 @@ def _width_sweep(results: Path, out: Path) -> None:
     save_figure(fig, out / "width_sweep.png")
 
 
+def _memory_measured(results: Path, out: Path) -> None:
+    met = read_metrics(results / "memory_measured" / "metrics.json")
+    ref = met["peak_mib_mean"]["sfl_fo"]
+    frame = pd.DataFrame([{"method": LABELS.get(k, k), "peak growth, MiB (mean)": v,
+                           "min over repeats": min(met["peak_mib"][k]), "max over repeats": max(met["peak_mib"][k]),
+                           "/ SFL-FO": v / ref} for k, v in met["peak_mib_mean"].items()])
+    write_markdown_table(frame, out / "memory_measured.md",
+                         title=f"Measured peak memory growth of one client step ({met['measurement']}; device "
+                               f"{met['device']}; {met['depth']} blocks Linear-LayerNorm-GELU of width {met['width']}, "
+                               f"d_c = {met['d_c']}, B = {met['batch_size']}, P = {met['P']}, {met['repeats']} repeats)")
+
+
+def _pretrained(results: Path, out: Path) -> None:
+    met = read_metrics(results / "pretrained" / "metrics.json")
+    curves = read_arrays(results / "pretrained" / "curves.npz")
+    rows = []
+    for name, m in met["runs"].items():
+        rows.append({"method": LABELS.get(name, name), "final accuracy (mean)": m["final_acc"],
+                     "SE": m["final_acc_se"], "bytes per client per round": int(round(sum(m["bytes_per_client_round"].values()))),
+                     "bytes per client, whole run": int(round(m["bytes_total_per_client"])),
+                     f"bytes per client to {met['target_accuracy']:g} (mean)": float(np.mean(m["bytes_to_target_per_seed"])),
+                     "seeds reaching it": int(sum(m["reached_target"]))})
+    write_markdown_table(pd.DataFrame(rows), out / "pretrained.md",
+                         title=f"Pretrained CNN client (d_c = {met['client_dim']}, pre-trained on classes "
+                               f"{met['pretrain']['classes']}), {met['common']['rounds']} rounds, "
+                               f"{len(met['seeds'])} seeds; float32 = 4 B")
+    fig, axes = new_figure(width=5.0)
+    ax = axes[0, 0]
+    for name in met["runs"]:
+        b, a = curves[f"{name}__s0__bytes"], curves[f"{name}__s0__acc"]
+        ax.plot(b, a, marker="o", markersize=3, color=COLORS.get(name), label=LABELS.get(name, name))
+    ax.axhline(met["target_accuracy"], linestyle=":", color="0.5", label="target")
+    ax.set_xscale("log")
+    ax.set_xlabel("bytes per client (cumulative, log)")
+    ax.set_ylabel("test accuracy")
+    ax.set_title("pretrained CNN client, seed 0")
+    ax.legend(fontsize=7)
+    save_figure(fig, out / "pretrained.png")
+
+
 def make_figures(results_dir, out_dir, scale: str) -> None:
     results, out = Path(results_dir), Path(out_dir)
     _accuracy(results, out)
@@ -207,6 +249,8 @@ def make_figures(results_dir, out_dir, scale: str) -> None:
     _performance(results, out)
     _p_sweep(results, out)
     _width_sweep(results, out)
+    _memory_measured(results, out)
+    _pretrained(results, out)
 
 
 if __name__ == "__main__":

@@ -21,10 +21,14 @@ Baselines: ``sp_fw``, the simultaneous saddle-point Frank-Wolfe of Gidel, Jebara
 ``x += 2/(k+2)(LMO_X(grad_x f) - x)``, ``y += 2/(k+2)(LMO_Y(-grad_y f) - y)``; ``peg``, projected extragradient
 (Korpelevich 1976) with constant step ``a = peg_step/L_xy`` (C-C only; default 0.5).
 
-Projection-free baselines of Boroun, Yazdandoost Hamedani & Jalilzadeh (NeurIPS 2023), reconstructed from their
-abstract (a regularised dual, single loop, parameters set from the target accuracy eps, hence from the horizon
-T): ``r_pdcg`` (R-PDCG, LMO on both sides, O(eps^-6) iterations) and ``cg_rpga`` (CG-RPGA, LMO on x, projected
-ascent on y, O(eps^-4)). With ``eps = T^(-1/6)`` (R-PDCG) or ``T^(-1/4)`` (CG-RPGA) and ``gamma = step_c/sqrt(T)``::
+Projection-free baselines of Boroun, Yazdandoost Hamedani & Jalilzadeh (NeurIPS 2023, arXiv 2306.11944):
+``r_pdcg`` (R-PDCG, "regularized primal-dual conditional gradient": LMOs on both sides, O(eps^-6) iterations,
+guarantee stated for a strongly convex dual set Y) and ``cg_rpga`` (CG-RPGA, "conditional gradient with regularized
+projected gradient ascent": LMO on x, projected ascent on y, O(eps^-4)). From the paper we have its abstract and the
+opening of its introduction only (single loop, a regularised dual, "regularization and nested approximation",
+parameters set from the target accuracy eps); its Algorithms 1-2 and the step and regulariser choices of its
+theorems could not be read, so the update rules below are our reading. With ``eps = T^(-1/6)`` (R-PDCG) or
+``T^(-1/4)`` (CG-RPGA) for a run of T iterations and ``gamma = step_c/sqrt(T)``::
 
     mu   = mu0 * eps                                  (fixed regulariser, chosen from the horizon)
     gy   = grad_y f(x_k, y_k) - mu (y_k - ybar)
@@ -33,6 +37,8 @@ ascent on y, O(eps^-4)). With ``eps = T^(-1/6)`` (R-PDCG) or ``T^(-1/4)`` (CG-RP
     x_{k+1} = x_k + gamma (LMO_X(grad_x f(x_k, y_{k+1})) - x_k)
 
 Unlike the dual dynamic smoothing above, the regulariser and the steps depend on T, so these runs are not anytime.
+Every Y on which they run here is a simplex, a polytope and not a strongly convex set, so R-PDCG runs outside the
+assumption under which its rate is stated.
 """
 from __future__ import annotations
 
@@ -159,6 +165,7 @@ def run_method(method: str, problem: MinimaxProblem, n_iter: int, *, mu0: float 
     ``horizon`` (default ``n_iter``) and ``step_c`` set the fixed parameters of ``"r_pdcg"`` and ``"cg_rpga"``
     (:func:`horizon_parameters`, with ``mu0`` default 1); other methods ignore them.
     """
+    baseline_mu0 = 1.0 if mu0 is None else mu0   # R-PDCG / CG-RPGA: mu = mu0 * eps (validated there)
     params = _resolve_params(method, problem, mu0, omega, x_step)
     if freeze_y and method not in SMOOTHING_VARIANTS:
         raise ValueError(f"freeze_y applies to the smoothing variants {list(SMOOTHING_VARIANTS)}, not {method!r}")
@@ -215,8 +222,7 @@ def run_method(method: str, problem: MinimaxProblem, n_iter: int, *, mu0: float 
             return x + gamma * (X._lmo(gx) - x), y + gamma * (Y._lmo(-gy) - y)
 
     elif method in HORIZON_BASELINES:
-        fixed = horizon_parameters(method, max(n_iter, 1) if horizon is None else horizon,
-                                   1.0 if mu0 is None else mu0, step_c)
+        fixed = horizon_parameters(method, max(n_iter, 1) if horizon is None else horizon, baseline_mu0, step_c)
         params.update(fixed)
         y_mode = HORIZON_BASELINES[method][0]
         mu_fix, gamma = fixed["mu"], fixed["gamma"]

@@ -141,6 +141,18 @@ def test_boroun_baselines_first_step_by_hand():
     assert np.allclose(tr.y, [5 / 12, 7 / 12]) and np.array_equal(tr.x, [1.0, 0.0])
 
 
+def test_boroun_baselines_reject_bad_inputs():
+    game = make_problem("matrix_game", A=np.diag([1.0, 2.0]))
+    for method in ("r_pdcg", "cg_rpga"):
+        for kwargs, msg in ((dict(step_c=0.0), "step_c"), (dict(step_c=float("nan")), "step_c"),
+                            (dict(horizon=0), "horizon"), (dict(mu0=-1.0), "mu0"),
+                            (dict(freeze_y=True), "freeze_y")):
+            with pytest.raises(ValueError, match=msg):
+                run_method(method, game, 3, **kwargs)
+    # mu0 reaches the fixed regulariser mu = mu0 eps (T = 64: eps = 1/2 for R-PDCG)
+    assert run_method("r_pdcg", game, 64, mu0=2.0).params["mu"] == 1.0
+
+
 def test_boroun_baselines_depend_on_the_horizon():
     """Not anytime: the K-run is not a prefix of the 2K-run unless the horizon is fixed."""
     game = make_problem("uniform_game", n=6, m=5, seed=1)
