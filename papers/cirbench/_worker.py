@@ -296,12 +296,143 @@ class _Encoder:
         dfs(self.blocks[0][0])
         return order[::-1]
 
+    # ----------------------------------------------------------------- bounded unrolling (the loop fragment)
+    def _cfg(self):
+        """(successors by block, back edges, blocks reachable from the entry in a topological order of the graph
+        without its back edges). A back edge is an edge to a block still on the depth-first search's stack;
+        removing the back edges leaves an acyclic graph for any CFG (reducible or not)."""
+        succ = {b: re.findall(r"label %([\w.$\-]+)", lines[-1]) for b, lines in self.blocks}
+        back, order, state = set(), [], {}
+
+        def dfs(n):
+            state[n] = 1
+            for s in succ.get(n, []):
+                if state.get(s) == 1:
+                    back.add((n, s))
+                elif s not in state:
+                    dfs(s)
+            state[n] = 2
+            order.append(n)
+        dfs(self.blocks[0][0])
+        return succ, back, order[::-1]
+
+    def has_loop(self) -> bool:
+        """Whether the CFG has a cycle reachable from the entry."""
+        return bool(self._cfg()[1])
+
+    @staticmethod
+    def _merge(ends: list, conds: list) -> dict:
+        """Values live on every incoming edge, merged as ``If(edge_i, v_i, ...)`` (one value when all agree)."""
+        keys = set(ends[0])
+        for e in ends[1:]:
+            keys &= set(e)
+        out = {}
+        for key in keys:
+            vals = [e[key] for e in ends]
+            if all(v.eq(vals[0]) for v in vals[1:]):
+                out[key] = vals[0]
+                continue
+            v = vals[0]
+            for c, w in zip(conds[1:], vals[1:]):
+                v = z3.If(c, w, v)
+            out[key] = v
+        return out
+
+    def encode_unrolled(self, bound: int):
+        """Bounded unrolling: (result, poison, UB, exceeded) over executions that take at most ``bound`` back edges.
+
+        The CFG is copied ``bound + 1`` times; node (b, c) is block b after c back edges (loop iterations, summed
+        over all loops). A forward edge stays in copy c, a back edge goes from copy c to copy c + 1, and from copy
+        ``bound`` to the condition ``exceeded``. Every node starts from the values (SSA values, poison flags and
+        local slots) of its incoming edges, merged by edge condition; a phi reads each incoming value at the end
+        of its predecessor. On every input for which ``exceeded`` is false the encoding is the function's exact
+        semantics (one execution path, at most ``bound`` back edges); beyond it nothing is claimed.
+        """
+        if isinstance(bound, bool) or not isinstance(bound, int) or bound < 0:
+            raise ValueError(f"unroll bound must be a non-negative integer, got {bound!r}")
+        succ, back, order = self._cfg()
+        text = dict(self.blocks)
+        entry = order[0]
+        self.allocas = {}
+        incoming: dict = {}     # node -> {pred name: (edge condition, pred node)}
+        ends: dict = {}         # node -> (env, poison, slots) at its end
+        ub, exceeded = [], []
+        ret_val, ret_poison = None, None
+        args_env, args_poison = dict(self.env), dict(self.poison)
+        for c in range(bound + 1):
+            for b in order:
+                node = (b, c)
+                inc = incoming.get(node, {})
+                if node == (entry, 0):
+                    reach, env, poison, slots = z3.BoolVal(True), dict(args_env), dict(args_poison), {}
+                elif not inc:
+                    continue
+                else:
+                    preds = sorted(inc)
+                    conds = [inc[p][0] for p in preds]
+                    reach = z3.simplify(z3.Or(*conds))
+                    if z3.is_false(reach):
+                        continue
+                    pend = [ends[inc[p][1]] for p in preds]
+                    env = self._merge([e[0] for e in pend], conds)
+                    poison = self._merge([e[1] for e in pend], conds)
+                    slots = self._merge([e[2] for e in pend], conds)
+                    phis = {}
+                    for line in text[b]:
+                        m = re.fullmatch(r"%([\w.$\-]+) = phi (i\d+) (.*)", line)
+                        if not m:
+                            continue
+                        w = _width(m.group(2))
+                        v, p = None, None
+                        for tok, pred in re.findall(r"\[\s*([^,\]]+?)\s*,\s*%([\w.$\-]+)\s*\]", m.group(3)):
+                            if pred not in inc:
+                                continue
+                            self.env, self.poison = ends[inc[pred][1]][0], ends[inc[pred][1]][1]
+                            a, pa = self.val(tok, w)
+                            v = a if v is None else z3.If(inc[pred][0], a, v)
+                            p = pa if p is None else z3.If(inc[pred][0], pa, p)
+                        if v is None:
+                            raise Unsupported(line)
+                        phis[m.group(1)] = (v, p)
+                    for nm, (v, p) in phis.items():
+                        env[nm], poison[nm] = v, p
+                self.env, self.poison = env, poison
+                state = {k[5:]: (slots[k], slots["poison:" + k[5:]]) for k in slots if k.startswith("slot:")}
+                edges: dict = {}
+                for line in text[b]:
+                    if re.match(r"%[\w.$\-]+ = phi ", line):
+                        continue
+                    out = self._inst(line, b, edges, reach, ub, state)
+                    if out is not None:
+                        v, p = out
+                        ret_val = v if ret_val is None else z3.If(reach, v, ret_val)
+                        ret_poison = p if ret_poison is None else z3.If(reach, p, ret_poison)
+                end_slots = {}
+                for k, (v, p) in state.items():
+                    end_slots["slot:" + k], end_slots["poison:" + k] = v, p
+                ends[node] = (self.env, self.poison, end_slots)
+                for target, by_pred in edges.items():
+                    cond = by_pred[b]
+                    if (b, target) in back:
+                        if c == bound:
+                            exceeded.append(cond)
+                            continue
+                        dest = (target, c + 1)
+                    else:
+                        dest = (target, c)
+                    incoming.setdefault(dest, {})[b] = (cond, node)
+        if ret_val is None:  # no execution returns within the bound: ``exceeded`` (or UB) holds on every input
+            ret_val, ret_poison = z3.BitVecVal(0, self.ret_width), z3.BoolVal(False)
+        return (ret_val, ret_poison, z3.Or(*ub) if ub else z3.BoolVal(False),
+                z3.Or(*exceeded) if exceeded else z3.BoolVal(False))
+
     def _inst(self, line, b, edges, reach, ub, state):
-        line = re.sub(r",\s*!\w+\s+!\d+", "", line)
+        line = re.sub(r",\s*![\w.]+\s+!\d+", "", line)
         line = re.sub(r"\s#\d+\s*$", "", line)
         m = re.fullmatch(r"%([\w.$\-]+) = alloca (i\d+)(?:, align \d+)?", line)
         if m:  # a local scalar slot (the -O0 pattern); any use other than load/store is unsupported
             self.allocas[m.group(1)] = _width(m.group(2))
+            state.pop(m.group(1), None)  # a fresh slot (an alloca met again in an unrolled loop)
             return None
         m = re.fullmatch(r"store (i\d+) (\S+), ptr %([\w.$\-]+)(?:, align \d+)?", line)
         if m:
@@ -509,11 +640,51 @@ def formal_rlimit(timeout_ms: int) -> int:
     return max(1, int(timeout_ms)) * RLIMIT_PER_MS
 
 
-def formal(src_ir: str, tgt_ir: str, function: str, timeout_ms: int = 10000) -> dict:
+def _solver(timeout_ms: int):
+    """A QF_BV solver whose deciding budget is z3's resource limit (deterministic: the same query stops at the same
+    point on a busy machine); the wall-clock limit, FORMAL_WALL_FACTOR times longer, only guards a stuck solver."""
+    solver = z3.SolverFor("QF_BV")
+    solver.set("rlimit", formal_rlimit(timeout_ms))
+    solver.set("timeout", int(timeout_ms * FORMAL_WALL_FACTOR))
+    solver.set("random_seed", 0)
+    return solver
+
+
+def _unknown(solver, dt) -> dict:
+    reason = solver.reason_unknown()
+    if "timeout" in reason:  # the wall-clock guard, not the resource budget, stopped z3 (a heavily loaded machine)
+        return {"verdict": "UNKNOWN", "counterexample": None, "detail": "formal: wall-clock guard reached",
+                "time_s": dt, "wall_guard": True}
+    return {"verdict": "UNKNOWN", "counterexample": None, "detail": f"formal: solver {reason}", "time_s": dt}
+
+
+def _counterexample(solver, orig_names, args) -> dict:
+    model = solver.model()
+    cex = {}
+    for nm, a in zip(orig_names, args):
+        v = model.eval(a, model_completion=True).as_long()
+        w = a.size()
+        cex[nm] = v - (1 << w) if v >> (w - 1) else v
+    return cex
+
+
+def formal(src_ir: str, tgt_ir: str, function: str, timeout_ms: int = 10000, unroll_bound: int = 0) -> dict:
     """Refinement check src -> tgt of one function in QF_BV; {'verdict', 'counterexample', 'detail', 'time_s'}.
+
+    Loop-free functions: EQ, NOT_EQ or UNKNOWN. When either function has a loop and ``unroll_bound`` k > 0, both
+    are unrolled (:meth:`_Encoder.encode_unrolled`) and the verdict is one of
+
+    - NOT_EQ: an input on which both finish within k back edges and refinement fails (a real counterexample);
+    - EQ: no input takes more than k back edges in either function (the trip counts are small and known), so the
+      unrolled encoding is exact, and refinement is proved;
+    - BOUNDED_EQ: refinement holds on every input on which both finish within k back edges (``bound: k``), and
+      some input does; nothing is claimed beyond; never counted as equivalence;
+    - UNKNOWN: no input finishes within k, the solver's budget ran out, or an instruction is outside the fragment.
 
     The solver stops at the resource budget :func:`formal_rlimit` (deterministic) or, on a stuck solver, at
     ``FORMAL_WALL_FACTOR * timeout_ms`` wall milliseconds (``wall_guard: True`` in the result); both are UNKNOWN."""
+    if isinstance(unroll_bound, bool) or not isinstance(unroll_bound, int) or unroll_bound < 0:
+        raise ValueError(f"unroll_bound must be a non-negative integer, got {unroll_bound!r}")
     t0 = time.perf_counter()
     mods = []
     for ir in (src_ir, tgt_ir):
@@ -531,42 +702,99 @@ def formal(src_ir: str, tgt_ir: str, function: str, timeout_ms: int = 10000) -> 
     orig_names = signature(_parse(src_ir)[0].get_function(function))["names"]
     try:
         args = [z3.BitVec(f"a{i}", _width(t)) for i, t in enumerate(sig["params"])]
-        rs, ps, us = _Encoder(fs, args, "src").encode()
-        rt, pt, ut = _Encoder(ft, args, "tgt").encode()
+        enc_s, enc_t = _Encoder(fs, args, "src"), _Encoder(ft, args, "tgt")
+        if unroll_bound > 0 and (enc_s.has_loop() or enc_t.has_loop()):
+            rs, ps, us, xs = enc_s.encode_unrolled(unroll_bound)
+            rt, pt, ut, xt = enc_t.encode_unrolled(unroll_bound)
+            return _formal_unrolled((rs, ps, us, xs), (rt, pt, ut, xt), unroll_bound, orig_names, args,
+                                    timeout_ms, t0)
+        rs, ps, us = enc_s.encode()
+        rt, pt, ut = enc_t.encode()
     except Unsupported as exc:
         return {"verdict": "UNKNOWN", "counterexample": None, "detail": f"unsupported: {exc}",
                 "time_s": time.perf_counter() - t0}
     refines = z3.Or(us, z3.And(z3.Not(ut), z3.Or(ps, z3.And(z3.Not(pt), rs == rt))))
-    solver = z3.SolverFor("QF_BV")
-    # the budget that decides is z3's resource limit (deterministic: the same query stops at the same point on
-    # a busy machine); the wall-clock limit, FORMAL_WALL_FACTOR times longer, only guards against a stuck solver
-    solver.set("rlimit", formal_rlimit(timeout_ms))
-    solver.set("timeout", int(timeout_ms * FORMAL_WALL_FACTOR))
-    solver.set("random_seed", 0)
+    solver = _solver(timeout_ms)
     solver.add(z3.Not(refines))
     res = solver.check()
     dt = time.perf_counter() - t0
     if res == z3.unsat:
         return {"verdict": "EQ", "counterexample": None, "detail": "formal: refinement proved", "time_s": dt}
     if res == z3.sat:
-        model = solver.model()
-        cex = {}
-        for nm, a in zip(orig_names, args):
-            v = model.eval(a, model_completion=True).as_long()
-            w = a.size()
-            cex[nm] = v - (1 << w) if v >> (w - 1) else v
-        return {"verdict": "NOT_EQ", "counterexample": cex, "detail": "formal: counterexample", "time_s": dt}
-    reason = solver.reason_unknown()
-    if "timeout" in reason:  # the wall-clock guard, not the resource budget, stopped z3 (a heavily loaded machine)
-        return {"verdict": "UNKNOWN", "counterexample": None, "detail": "formal: wall-clock guard reached",
-                "time_s": dt, "wall_guard": True}
-    return {"verdict": "UNKNOWN", "counterexample": None, "detail": f"formal: solver {reason}", "time_s": dt}
+        return {"verdict": "NOT_EQ", "counterexample": _counterexample(solver, orig_names, args),
+                "detail": "formal: counterexample", "time_s": dt}
+    return _unknown(solver, dt)
+
+
+def _formal_unrolled(src, tgt, bound, orig_names, args, timeout_ms, t0) -> dict:
+    """The three queries of a bounded check (see :func:`formal`): a counterexample within the bound; whether any
+    execution goes past the bound (none: the proof is complete); whether any input finishes within it."""
+    rs, ps, us, xs = src
+    rt, pt, ut, xt = tgt
+    refines = z3.Or(us, z3.And(z3.Not(ut), z3.Or(ps, z3.And(z3.Not(pt), rs == rt))))
+    within = z3.And(z3.Not(xs), z3.Not(xt))
+    solver = _solver(timeout_ms)
+    solver.add(z3.Not(refines), within)
+    res = solver.check()
+    if res == z3.sat:
+        return {"verdict": "NOT_EQ", "counterexample": _counterexample(solver, orig_names, args),
+                "detail": f"formal: counterexample within {bound} back edges", "time_s": time.perf_counter() - t0,
+                "bound": bound}
+    if res != z3.unsat:
+        return {**_unknown(solver, time.perf_counter() - t0), "bound": bound}
+    past = _solver(timeout_ms)
+    past.add(z3.Or(xs, xt))
+    res = past.check()
+    if res == z3.unsat:
+        return {"verdict": "EQ", "counterexample": None, "time_s": time.perf_counter() - t0, "bound": bound,
+                "detail": f"formal: refinement proved, loops unrolled completely (every run within {bound} back edges)"}
+    if res != z3.sat:
+        return {**_unknown(past, time.perf_counter() - t0), "bound": bound}
+    some = _solver(timeout_ms)
+    some.add(within)
+    res = some.check()
+    dt = time.perf_counter() - t0
+    if res == z3.sat:
+        return {"verdict": "BOUNDED_EQ", "counterexample": None, "bound": bound, "time_s": dt,
+                "detail": f"formal: equivalent up to {bound} back edges (loop iterations), not beyond"}
+    if res == z3.unsat:
+        return {"verdict": "UNKNOWN", "counterexample": None, "time_s": dt, "bound": bound,
+                "detail": f"formal: no input finishes within {bound} back edges"}
+    return {**_unknown(some, dt), "bound": bound}
 
 
 def in_fragment(ir: str, function: str) -> bool:
     """Whether one function lies in the formal fragment."""
     r = formal(ir, ir, function, 2000)
     return not str(r["detail"]).startswith("unsupported")
+
+
+def in_loop_fragment(ir: str, function: str, unroll_bound: int) -> bool:
+    """Whether one function has a loop and, unrolled ``unroll_bound`` times, lies in the formal fragment (no
+    solver call: the encoding alone decides)."""
+    mod, err = _parse(ir)
+    if err or _find(mod, function) is None:
+        return False
+    name_values_inplace(mod)
+    fn = _find(mod, function)
+    try:
+        args = [z3.BitVec(f"a{i}", _width(t)) for i, t in enumerate(signature(fn)["params"])]
+        enc = _Encoder(fn, args, "src")
+        if unroll_bound <= 0 or not enc.has_loop():
+            return False
+        enc.encode_unrolled(unroll_bound)
+    except Unsupported:
+        return False
+    return True
+
+
+def name_values_inplace(mod) -> None:
+    """Run the instnamer pass on a parsed module (every value and block named)."""
+    pto = llvm.create_pipeline_tuning_options(speed_level=0)
+    pb = llvm.create_pass_builder(_tm(), pto)
+    mpm = llvm.create_new_module_pass_manager()
+    mpm.add_instruction_namer_pass()
+    mpm.run(mod, pb)
 
 
 # -------------------------------------------------------------------------------------------- JIT / runs
@@ -669,8 +897,10 @@ def emit_object(ir: str) -> dict:
     return {"object": _tm().emit_object(mod).hex()}
 
 
-def check_pair(src_ir: str, tgt_ir: str, function: str, timeout_ms: int, do_formal: bool) -> dict:
-    """Verify both texts, read both signatures of ``function`` and (``do_formal``) run :func:`formal`."""
+def check_pair(src_ir: str, tgt_ir: str, function: str, timeout_ms: int, do_formal: bool,
+               unroll_bound: int = 0) -> dict:
+    """Verify both texts, read both signatures of ``function`` and (``do_formal``) run :func:`formal` (loops
+    unrolled ``unroll_bound`` times)."""
     out = {}
     for side, ir in (("src", src_ir), ("tgt", tgt_ir)):
         v = verify(ir, function)
@@ -678,7 +908,7 @@ def check_pair(src_ir: str, tgt_ir: str, function: str, timeout_ms: int, do_form
     if do_formal and out["src"]["ok"] and out["tgt"]["ok"] and out["src"]["signature"] and out["tgt"]["signature"] \
             and out["src"]["signature"]["ret"] == out["tgt"]["signature"]["ret"] \
             and out["src"]["signature"]["params"] == out["tgt"]["signature"]["params"]:
-        out["formal"] = formal(src_ir, tgt_ir, function, timeout_ms)
+        out["formal"] = formal(src_ir, tgt_ir, function, timeout_ms, unroll_bound)
     return out
 
 
@@ -698,24 +928,27 @@ def name_values(ir: str) -> dict:
 def batch(calls: list) -> list:
     """Several worker calls ``[[name, args], ...]`` in one child (for the project's own trusted IR)."""
     table = {"verify": verify, "passes": passes, "normalise": normalise, "name_values": name_values,
-             "analyse": analyse, "formal": formal, "in_fragment": in_fragment}
+             "analyse": analyse, "formal": formal, "in_fragment": in_fragment,
+             "in_loop_fragment": in_loop_fragment}
     return [table[name](*args) for name, args in calls]
 
 
 def check_many(src_ir: str, cands: list, function: str, src_sig: dict, timeout_ms: int, do_formal: bool,
                vectors: list, elem_bits: list, src_outputs: list, run_limit_s: float,
-               run_wall_s: float | None = None) -> None:
+               run_wall_s: float | None = None, unroll_bound: int = 0) -> None:
     """Check many candidates against one source in one child; one JSON line per finished candidate on stdout
     (so that the parent keeps the finished ones if a later candidate crashes or hangs the child). A JIT run
     that uses more than ``run_limit_s`` seconds of CPU time ends the child by SIGPROF (CPU time, not wall
     clock, so that load on the machine does not end a run early), one that takes more than ``run_wall_s`` wall
     seconds (default 3 x ``run_limit_s``: a candidate that sleeps or blocks) by SIGALRM, and so does a formal
-    check that runs past its wall-clock guard + 5 s. The parent tells these apart from a crash by the signal."""
+    check that runs past its wall-clock guard + 5 s. The parent tells these apart from a crash by the signal.
+    A formal BOUNDED_EQ (loops unrolled ``unroll_bound`` times) is not a proof: the candidate goes on to the
+    differential layer like an UNKNOWN, and the result keeps ``formal_verdict`` and ``bound``."""
     import json
     import signal
     import sys
     for j, cand in enumerate(cands):
-        signal.setitimer(signal.ITIMER_REAL, timeout_ms / 1000 * FORMAL_WALL_FACTOR + 5.0)
+        signal.setitimer(signal.ITIMER_REAL, 3 * timeout_ms / 1000 * FORMAL_WALL_FACTOR + 5.0)  # <= 3 queries
         v = verify(cand, function)
         sig = v["signature"]
         if not v["ok"]:
@@ -728,13 +961,15 @@ def check_many(src_ir: str, cands: list, function: str, src_sig: dict, timeout_m
             res = {"valid": True, "verdict": "UNKNOWN", "layer": None, "counterexample": None, "detail": "",
                    "times": {}}
             if do_formal:
-                f = formal(src_ir, cand, function, timeout_ms)
+                f = formal(src_ir, cand, function, timeout_ms, unroll_bound)
                 res["times"]["formal"] = f["time_s"]
                 res.update(verdict=f["verdict"], counterexample=f["counterexample"], detail=f["detail"],
-                           wall_guard=bool(f.get("wall_guard")))
-                if f["verdict"] != "UNKNOWN":
+                           wall_guard=bool(f.get("wall_guard")), formal_verdict=f["verdict"], bound=f.get("bound"))
+                if f["verdict"] not in ("UNKNOWN", "BOUNDED_EQ"):
                     res["layer"] = "formal"
-            if res["verdict"] == "UNKNOWN" and vectors:
+                elif f["verdict"] == "BOUNDED_EQ":
+                    res["layer"] = "formal"  # stays the answer only when no differential run follows
+            if res["verdict"] in ("UNKNOWN", "BOUNDED_EQ") and vectors:
                 t0 = time.perf_counter()
                 sys.stdout.write(json.dumps({"j": j, "running": True}) + "\n")
                 sys.stdout.flush()

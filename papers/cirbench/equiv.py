@@ -6,7 +6,10 @@ the candidate refines the source iff for all x
     UB_src(x) or ( not UB_tgt(x) and ( poison_src(x) or ( not poison_tgt(x) and r_src(x) = r_tgt(x) ) ) ).
 
 The negation is given to z3: unsat -> EQ, sat -> NOT_EQ with the model as counterexample, timeout or a
-function outside the fragment -> UNKNOWN. Only an UNKNOWN falls through to the differential layer: both
+function outside the fragment -> UNKNOWN. Loops (``unroll_bound`` k > 0): both functions are unrolled k times
+(:meth:`papers.cirbench._worker._Encoder.encode_unrolled`); a counterexample within k back edges is NOT_EQ,
+a proof when no run goes past k is EQ, a proof only for the runs within k is BOUNDED_EQ ("equivalent up to k
+iterations", never full equivalence). Only an UNKNOWN or a BOUNDED_EQ falls through to the differential layer: both
 functions are JIT-ed (llvmlite MCJIT, in the sandbox) and run on a seeded input set (boundary values per
 integer argument, cartesian product capped at 256, plus ``n_random`` random vectors); inputs on which the
 source fails are dropped, a candidate failure or mismatch on a kept input is NOT_EQ, fewer than 8 kept
@@ -33,7 +36,7 @@ __all__ = ["EquivResult", "check_equivalence", "check_batch", "make_inputs", "ru
            "BUF_LEN", "RETRY_FACTOR", "RUN_STATS"]
 
 LAYERS = ("formal", "differential")
-VERDICTS = ("EQ", "NOT_EQ", "UNKNOWN", "TIMEOUT")
+VERDICTS = ("EQ", "NOT_EQ", "UNKNOWN", "TIMEOUT", "BOUNDED_EQ")
 BUF_LEN = 64
 MIN_KEPT = 8
 CALL_CPU_S = 1.0          # CPU seconds of one source call in the per-input fallback
@@ -48,9 +51,12 @@ RUN_STATS = {"retried": 0, "timeout_after_retry": 0}
 
 @dataclass
 class EquivResult:
-    """``verdict`` ("EQ", "NOT_EQ", "UNKNOWN" or "TIMEOUT"), ``layer`` ("formal", "differential" or None),
+    """``verdict`` ("EQ", "NOT_EQ", "UNKNOWN", "TIMEOUT" or "BOUNDED_EQ"), ``layer`` ("formal", "differential" or None),
     ``counterexample`` (dict or None), ``detail``; ``times`` (seconds per layer); ``wall_guard``: the formal
-    layer was stopped by its wall-clock guard rather than by its resource budget (a heavily loaded machine)."""
+    layer was stopped by its wall-clock guard rather than by its resource budget (a heavily loaded machine);
+    ``formal_verdict``: the formal layer's own verdict (None when it did not run), BOUNDED_EQ included;
+    ``bound``: the unroll bound k when the formal layer unrolled loops. The verdict BOUNDED_EQ ("equivalent up
+    to k back edges") is returned only when no differential run follows; it never counts as equivalence."""
 
     verdict: str
     layer: str | None
@@ -58,6 +64,8 @@ class EquivResult:
     detail: str
     times: dict = field(default_factory=dict)
     wall_guard: bool = False
+    formal_verdict: str | None = None
+    bound: int | None = None
 
 
 def run_limit(src_cpu_s: float) -> float:
@@ -229,14 +237,17 @@ def differential(src_ir: str, tgt_ir: str, function: str, signature: dict, *, ar
 
 def check_equivalence(src_ir: str, tgt_ir: str, function: str, *, layers: tuple[str, ...] = LAYERS,
                       timeout_s: float = 10.0, n_random: int = 64, seed: int = 0,
-                      arg_specs: list[str] | None = None, run_limit_s: float | None = None) -> EquivResult:
+                      arg_specs: list[str] | None = None, run_limit_s: float | None = None,
+                      unroll_bound: int = 0) -> EquivResult:
     """Does the candidate ``tgt_ir`` refine ``src_ir`` on ``function``? Layered: formal first; only a formal
     UNKNOWN falls back to the differential layer; a formal NOT_EQ is final.
 
     Examples: ``udiv i32 %x, 4`` vs ``lshr i32 %x, 2`` -> EQ (formal); ``icmp slt`` vs ``icmp ult`` ->
     NOT_EQ with a counterexample. ``arg_specs`` (optional) are the kernel sidecar's argument specs;
-    ``run_limit_s`` (optional) replaces the derived CPU limit of the candidate's differential run.
-    Raises ValueError for an unknown layer, a missing function, different signatures or n_random < 0;
+    ``run_limit_s`` (optional) replaces the derived CPU limit of the candidate's differential run;
+    ``unroll_bound`` k > 0 lets the formal layer unroll loops k times (0: loops are outside its fragment).
+    Raises ValueError for an unknown layer, a missing function, different signatures, n_random < 0 or a negative
+    unroll_bound;
     IRError when either side does not parse or verify.
     """
     layers = tuple(layers)
@@ -245,6 +256,7 @@ def check_equivalence(src_ir: str, tgt_ir: str, function: str, *, layers: tuple[
             raise ValueError(f"layers: unknown layer {layer!r}; known: {LAYERS}")
     if isinstance(n_random, bool) or not isinstance(n_random, int) or n_random < 0:
         raise ValueError(f"n_random must be a non-negative integer, got {n_random!r}")
+    _check_bound(unroll_bound)
     for name, text in (("src_ir", src_ir), ("tgt_ir", tgt_ir)):
         if not isinstance(text, str):
             raise TypeError(f"{name} must be str, got {type(text).__name__}")
@@ -252,7 +264,7 @@ def check_equivalence(src_ir: str, tgt_ir: str, function: str, *, layers: tuple[
             raise IRError(f"{name}: empty IR text")
     t0 = time.perf_counter()
     res = sandbox_call("check_pair", src_ir, tgt_ir, function, int(timeout_s * 1000), "formal" in layers,
-                       timeout_s=timeout_s * FORMAL_WALL_FACTOR + 30)
+                       unroll_bound, timeout_s=3 * timeout_s * FORMAL_WALL_FACTOR + 30)
     if not res.ok:
         raise IRError(f"LLVM failed on the input ({res.status}): {res.error}")
     out = res.value
@@ -265,12 +277,13 @@ def check_equivalence(src_ir: str, tgt_ir: str, function: str, *, layers: tuple[
     if (ss["ret"], ss["params"]) != (ts["ret"], ts["params"]):
         raise ValueError(f"function: signatures differ: {ss['ret']}({', '.join(ss['params'])}) vs "
                          f"{ts['ret']}({', '.join(ts['params'])})")
-    times = {}
+    times, fv, bound = {}, None, None
     if "formal" in out:
         f = out["formal"]
         times["formal"] = time.perf_counter() - t0
-        if f["verdict"] != "UNKNOWN":
-            return EquivResult(f["verdict"], "formal", f["counterexample"], f["detail"], times)
+        fv, bound = f["verdict"], f.get("bound")
+        if fv in ("EQ", "NOT_EQ"):
+            return EquivResult(fv, "formal", f["counterexample"], f["detail"], times, formal_verdict=fv, bound=bound)
         detail = f["detail"]
     else:
         detail = "formal layer not run"
@@ -281,22 +294,34 @@ def check_equivalence(src_ir: str, tgt_ir: str, function: str, *, layers: tuple[
         r.times = {**times, **r.times}
         r.detail = f"{detail}; {r.detail}"
         r.wall_guard = guard
+        r.formal_verdict, r.bound = fv, bound
+        if r.verdict == "UNKNOWN" and fv == "BOUNDED_EQ":   # too few inputs kept: the bounded proof is all there is
+            r.verdict, r.layer = "BOUNDED_EQ", "formal"
         return r
-    return EquivResult("UNKNOWN", None, None, detail, times, guard)
+    if fv == "BOUNDED_EQ":
+        return EquivResult("BOUNDED_EQ", "formal", None, detail, times, guard, fv, bound)
+    return EquivResult("UNKNOWN", None, None, detail, times, guard, fv, bound)
+
+
+def _check_bound(unroll_bound) -> None:
+    if isinstance(unroll_bound, bool) or not isinstance(unroll_bound, int) or unroll_bound < 0:
+        raise ValueError(f"unroll_bound must be a non-negative integer, got {unroll_bound!r}")
 
 
 def check_batch(src_ir: str, cands: list[str], function: str, *, arg_specs=None, timeout_s: float = 10.0,
                 n_random: int = 64, seed: int = 0, src_in_fragment: bool = True,
-                run_limit_s: float | None = None) -> list:
+                run_limit_s: float | None = None, unroll_bound: int = 0) -> list:
     """Layered checks of many candidates against one (valid) source, mostly in one sandbox child.
 
     Returns, per candidate, an :class:`EquivResult` or None (invalid: does not verify, lacks the function or
     has another signature). Same verdicts as :func:`check_equivalence`: a candidate whose differential run goes
     past :func:`run_limit` CPU seconds is run once more alone with RETRY_FACTOR times the limit and is TIMEOUT
     when it goes past that too; one that crashes on the kept inputs is NOT_EQ; one on which LLVM itself crashes
-    or hangs the shared child is re-checked alone with :func:`check_equivalence`."""
+    or hangs the shared child is re-checked alone with :func:`check_equivalence`. ``src_in_fragment``: run the
+    formal layer (the source lies in its fragment, loops included when ``unroll_bound`` > 0)."""
     import json
 
+    _check_bound(unroll_bound)
     sig_res = sandbox_call("verify", src_ir, function)
     if not sig_res.ok or not sig_res.value["ok"] or sig_res.value["signature"] is None:
         raise IRError(f"source of {function!r} is invalid or lacks the function")
@@ -313,7 +338,8 @@ def check_batch(src_ir: str, cands: list[str], function: str, *, arg_specs=None,
         or None, the SandboxResult)."""
         res = _sandbox_batch(src_ir, [cands[j] for j in idx], function, sig, timeout_s, do_formal, kept_vectors,
                              elem_bits, outs_kept, lim,
-                             wall=10.0 + len(idx) * (timeout_s * FORMAL_WALL_FACTOR + 6 + RUN_WALL_FACTOR * lim))
+                             wall=10.0 + len(idx) * (3 * timeout_s * FORMAL_WALL_FACTOR + 6 + RUN_WALL_FACTOR * lim),
+                             unroll_bound=unroll_bound)
         got, running = {}, None
         for line in (res.stdout or "").splitlines():
             try:
@@ -326,8 +352,8 @@ def check_batch(src_ir: str, cands: list[str], function: str, *, arg_specs=None,
                 r = msg["result"]
                 got[msg["j"]] = None if not r["valid"] else EquivResult(
                     r["verdict"], r["layer"], r["counterexample"], r["detail"], r["times"],
-                    bool(r.get("wall_guard")))
-                if r["valid"] and r["verdict"] == "UNKNOWN" and not kept_vectors:
+                    bool(r.get("wall_guard")), r.get("formal_verdict"), r.get("bound"))
+                if r["valid"] and r["verdict"] in ("UNKNOWN", "BOUNDED_EQ") and not kept_vectors:
                     got[msg["j"]].detail += f"; differential: only {len(kept)} inputs kept"
         return got, (running if running is not None and running not in got else None), res
 
@@ -360,7 +386,7 @@ def check_batch(src_ir: str, cands: list[str], function: str, *, arg_specs=None,
             try:
                 results[j] = check_equivalence(src_ir, cands[j], function, timeout_s=timeout_s,
                                                n_random=n_random, seed=seed, arg_specs=arg_specs,
-                                               run_limit_s=run_limit_s)
+                                               run_limit_s=run_limit_s, unroll_bound=unroll_bound)
             except (IRError, ValueError, TypeError):
                 results[j] = None
         start = j + 1
@@ -368,9 +394,10 @@ def check_batch(src_ir: str, cands: list[str], function: str, *, arg_specs=None,
 
 
 def _sandbox_batch(src_ir, cands, function, sig, timeout_s, do_formal, vectors, elem_bits, src_outs, run_limit_s,
-                   wall):
+                   wall, unroll_bound=0):
     from papers.cirbench.ir import _sandbox
 
     return _sandbox().call("papers.cirbench._worker:check_many",
                            [src_ir, cands, function, sig, int(timeout_s * 1000), do_formal, vectors, elem_bits,
-                            src_outs, run_limit_s], timeout_s=wall, memory_mb=1024, max_output_bytes=1 << 22)
+                            src_outs, run_limit_s, None, unroll_bound], timeout_s=wall, memory_mb=1024,
+                           max_output_bytes=1 << 22)

@@ -33,7 +33,7 @@ from papers.cirbench import ir as IR
 from papers.cirbench import perf as P
 from papers.cirbench import tools as T
 from papers.cirbench.corpus import build_corpus, load_sidecar
-from papers.cirbench.generator import GENERATED_FILE, dedupe_by_ir, generate_loop_kernels
+from papers.cirbench.generator import GENERATED_FILE, count_duplicates, dedupe_by_ir, generate_loop_kernels
 from papers.cirbench.equiv import RUN_STATS, check_batch, check_equivalence
 from papers.cirbench.instances import build_instances, oracle_from_facts, prompt
 from papers.cirbench.metrics import analysis_scores, parse_analysis_reply, pass_at_k
@@ -69,6 +69,7 @@ class _Scorer:
         self.cache, self.norm = {}, {}
         self.timeout_s = float(params.get("timeout_s", 10.0))
         self.n_random = int(params.get("n_random", 64))
+        self.unroll_bound = int(params.get("unroll_bound", 0))
         self.seed = seed
         self.times = []
 
@@ -85,7 +86,8 @@ class _Scorer:
             return
         try:
             res = check_batch(src, todo, inst.function, arg_specs=inst.arg_specs, timeout_s=self.timeout_s,
-                              n_random=self.n_random, seed=self.seed, src_in_fragment=src_in_fragment)
+                              n_random=self.n_random, seed=self.seed, src_in_fragment=src_in_fragment,
+                              unroll_bound=self.unroll_bound)
         except IR.IRError:
             return
         for c, r in zip(todo, res):
@@ -93,9 +95,23 @@ class _Scorer:
             if r is None:
                 self.cache[key] = {"valid": False, "verdict": "INVALID", "layer": None, "detail": "invalid"}
             else:
-                self.cache[key] = {"valid": True, "verdict": r.verdict, "layer": r.layer, "detail": r.detail,
-                                   "wall_guard": r.wall_guard}
+                self.cache[key] = _cached(r)
                 self.times.append({"instance": inst.id, **{k: round(v, 6) for k, v in r.times.items()}})
+
+    def formal_loops(self) -> dict:
+        """Checks whose formal layer unrolled loops (``bound`` set), by the formal layer's own verdict: EQ (every
+        run within the bound: a complete proof), NOT_EQ (a counterexample within the bound), BOUNDED_EQ
+        (equivalent up to the bound only; the differential layer decided), UNKNOWN (the solver's budget ran out, or
+        no input finishes within the bound)."""
+        unrolled = [v for v in self.cache.values() if v.get("bound") is not None]
+        out = {"unroll_bound": self.unroll_bound, "n_checks": len(unrolled)}
+        for fv in ("EQ", "NOT_EQ", "BOUNDED_EQ", "UNKNOWN"):
+            out[fv.lower()] = sum(v.get("formal_verdict") == fv for v in unrolled)
+        out["n_formal"] = out["eq"] + out["not_eq"] + out["bounded_eq"]
+        # a bounded proof is never a full one: the differential layer decided each of these
+        out["bounded_then_differential_not_eq"] = sum(v.get("formal_verdict") == "BOUNDED_EQ" and
+                                                      v["verdict"] == "NOT_EQ" for v in unrolled)
+        return out
 
     def timeouts(self) -> dict:
         """Checks left TIMEOUT after the retry (their own verdict, neither EQ nor NOT_EQ), and checks whose formal
@@ -110,13 +126,18 @@ class _Scorer:
         if key not in self.cache:
             try:
                 r = check_equivalence(src, cand, inst.function, timeout_s=self.timeout_s, n_random=self.n_random,
-                                      seed=self.seed, arg_specs=inst.arg_specs)
-                self.cache[key] = {"valid": True, "verdict": r.verdict, "layer": r.layer, "detail": r.detail,
-                                   "wall_guard": r.wall_guard}
+                                      seed=self.seed, arg_specs=inst.arg_specs, unroll_bound=self.unroll_bound)
+                self.cache[key] = _cached(r)
                 self.times.append({"instance": inst.id, **{k: round(v, 6) for k, v in r.times.items()}})
             except (IR.IRError, ValueError, TypeError) as exc:
                 self.cache[key] = {"valid": False, "verdict": "INVALID", "layer": None, "detail": str(exc)[:200]}
         return self.cache[key]
+
+
+def _cached(r) -> dict:
+    """The cached fields of one EquivResult."""
+    return {"valid": True, "verdict": r.verdict, "layer": r.layer, "detail": r.detail, "wall_guard": r.wall_guard,
+            "formal_verdict": r.formal_verdict, "bound": r.bound}
 
 
 def score_candidate(scorer: _Scorer, inst, reply: str) -> dict:
@@ -237,6 +258,11 @@ def benchmark(params: dict, ctx: RunContext):
     flags = IR.batch([("in_fragment", (i.reference if i.track == "repair" else i.input_ir, i.function))
                       for i in cand_insts])
     frag = {i.id: bool(f) for i, f in zip(cand_insts, flags)}
+    # the loop fragment: sources with loops that the formal layer can unroll (checked formally up to the bound)
+    unroll = int(params.get("unroll_bound", 0))
+    loop_flags = IR.batch([("in_loop_fragment", (i.reference if i.track == "repair" else i.input_ir, i.function,
+                                                 unroll)) for i in cand_insts]) if unroll > 0 else []
+    loop_frag = {i.id: bool(f) for i, f in zip(cand_insts, loop_flags)}
 
     # ---- cross-check of the Analysis oracle's loops with opt print<loops> (optional tool)
     cross = loop_crosscheck(corpus, params.get("opt_binary", ["opt-19", "opt"]))
@@ -260,7 +286,7 @@ def benchmark(params: dict, ctx: RunContext):
         if inst.track != "analysis":
             src = inst.reference if inst.track == "repair" else inst.input_ir
             cands = [c for reps in replies.values() for c in map(IR.extract_ir, reps) if c is not None]
-            scorer.prefetch(src, cands, inst, frag[inst.id])
+            scorer.prefetch(src, cands, inst, frag[inst.id] or loop_frag.get(inst.id, False))
         for r in rewriters:
             if replies[r]:
                 samples[(r, inst.id)] = [score_candidate(scorer, inst, rep) for rep in replies[r]]
@@ -273,6 +299,10 @@ def benchmark(params: dict, ctx: RunContext):
                          # instances whose input IR no earlier instance of the track has (repeats add no new input)
                          "n_distinct_inputs": {t: len({i.input_ir for i in instances if i.track == t})
                                                for t in TRACKS}}
+    trans_kernels = [i.kernel for i in instances if i.track == "transform"]
+    # distinct kernels are distinct functions (the corpus has no two equal fingerprints: corpus.n_duplicate_ir)
+    metrics["corpus"]["transform_distinct_share"] = (len(set(trans_kernels)) / len(trans_kernels)
+                                                     if trans_kernels else None)
     tracks, monotone_ok = {}, True
     for t in TRACKS:
         for r in rewriters:
@@ -415,6 +445,7 @@ def benchmark(params: dict, ctx: RunContext):
         indent=1, sort_keys=True))
     atomic_write_text(ctx.out_dir / "check_times.json", json.dumps(scorer.times, indent=1))
     metrics["timeouts"] = scorer.timeouts()
+    metrics["formal_loops"] = {**scorer.formal_loops(), "n_sources_in_loop_fragment": sum(loop_frag.values())}
     metrics["sandbox"] = IR.sandbox_provenance()
     ctx.record(llm_backend=backend.name, llm_model=backend.model, time_corpus_s=round(t_corpus, 2),
                time_eval_s=round(t_eval, 2), time_perf_s=round(t_perf, 2), n_checks=len(scorer.cache),
@@ -424,21 +455,27 @@ def benchmark(params: dict, ctx: RunContext):
 
 def corpus_with_generated(names, n_generated: int, seed: int) -> tuple[dict, dict]:
     """The hand-written kernels (all, or ``names``) plus ``n_generated`` generated loop kernels
-    (:mod:`papers.cirbench.generator`), keeping only generated kernels whose normalised -O0 IR differs from every
-    other kernel's. Returns (corpus, {n_handwritten, n_generated, n_generated_distinct})."""
-    if n_generated <= 0:
-        corpus = build_corpus(names)
-        return corpus, {"n_handwritten": len(corpus), "n_generated": 0, "n_generated_distinct": 0}
-    text, gen_sidecar = generate_loop_kernels(n_generated, seed)
-    sidecar = {**load_sidecar(), **gen_sidecar}
+    (:mod:`papers.cirbench.generator`), keeping only generated kernels whose normalised -O0 IR fingerprint
+    (:func:`~papers.cirbench.generator.ir_fingerprint`) differs from every other kernel's. Returns (corpus,
+    {n_handwritten, n_generated, n_generated_distinct, n_kernels, n_duplicate_ir}); ``n_duplicate_ir`` counts the
+    kernels of the final corpus whose fingerprint repeats an earlier one's (0 unless two hand-written kernels
+    compile to the same function)."""
     hand = sorted(names or load_sidecar())
-    corpus = build_corpus(hand + sorted(gen_sidecar), sidecar=sidecar, extra_sources={GENERATED_FILE: text})
+    if n_generated > 0:
+        text, gen_sidecar = generate_loop_kernels(n_generated, seed)
+        corpus = build_corpus(hand + sorted(gen_sidecar), sidecar={**load_sidecar(), **gen_sidecar},
+                              extra_sources={GENERATED_FILE: text})
+    else:
+        gen_sidecar, corpus = {}, build_corpus(hand)
     order = hand + sorted(gen_sidecar)
     norm = IR.batch([("normalise", (corpus[k].o0, k)) for k in order])
-    kept = set(dedupe_by_ir(order, {k: r["text"] for k, r in zip(order, norm)}))
+    normalised = {k: r["text"] for k, r in zip(order, norm)}
+    kept = set(dedupe_by_ir(order, normalised))
     corpus = {k: v for k, v in corpus.items() if k in kept or k in hand}
+    final = [k for k in order if k in corpus]
     return corpus, {"n_handwritten": len(hand), "n_generated": n_generated,
-                    "n_generated_distinct": sum(k in kept for k in gen_sidecar)}
+                    "n_generated_distinct": sum(k in kept for k in gen_sidecar), "n_kernels": len(final),
+                    "n_duplicate_ir": count_duplicates(final, normalised)}
 
 
 def backend_info(backend) -> dict:

@@ -165,6 +165,28 @@ def _performance(results: Path, out: Path) -> None:
     atomic_write_text(out / "performance.md", "\n".join(lines) + "\n")
 
 
+def _corpus_and_loops(m: dict) -> list[str]:
+    """Lines on the corpus (hand-written and generated kernels, repeated IR fingerprints) and on the formal layer's
+    bounded unrolling of loops (checks by the formal layer's own verdict)."""
+    c, fl = m.get("corpus", {}), m.get("formal_loops")
+    lines = ["", "Corpus (kernels distinct by IR fingerprint) and the formal layer on loops:", ""]
+    if c:
+        lines.append(f"- {c.get('n_kernels')} kernels: {c.get('n_handwritten')} hand-written, "
+                     f"{c.get('n_generated_distinct')} of {c.get('n_generated')} generated kept; repeated "
+                     f"fingerprints: {c.get('n_duplicate_ir')}; distinct kernels among Transform instances: "
+                     f"{c.get('transform_distinct_share')}.")
+    if fl:
+        lines += [f"- loops unrolled up to {fl['unroll_bound']} back edges; {fl['n_sources_in_loop_fragment']} "
+                  f"instance sources with loops in the fragment; {fl['n_checks']} checks unrolled:", "",
+                  "| formal verdict | checks | meaning |", "|---|---|---|",
+                  f"| EQ | {fl['eq']} | every run within the bound: a complete proof |",
+                  f"| NOT_EQ | {fl['not_eq']} | a counterexample that finishes within the bound |",
+                  f"| BOUNDED_EQ | {fl['bounded_eq']} | equivalent up to the bound only; the differential layer "
+                  f"decided ({fl['bounded_then_differential_not_eq']} of them NOT_EQ there) |",
+                  f"| UNKNOWN | {fl['unknown']} | solver budget, or no run finishes within the bound |"]
+    return lines
+
+
 def _tools(results: Path, out: Path) -> None:
     """Optional LLVM tools: opt print<loops> cross-check, llvm-mca cycles; the local-model plumbing run."""
     m = read_metrics(results / "benchmark" / "metrics.json")
@@ -190,6 +212,7 @@ def _tools(results: Path, out: Path) -> None:
                              f"{'-' if cg is None else f'{cg:.3f}'} |")
     else:
         lines.append(f"- not run: {mca.get('reason') or 'no llvm-mca found'}.")
+    lines += _corpus_and_loops(m)
     pf = results / "perf" / "metrics.json"
     fx = read_metrics(pf).get("frontend_crosscheck", {}) if pf.exists() else {}
     lines += ["", "Second C frontend (`clang-19`; -O1 functions checked against zig's by the layered checker):", ""]

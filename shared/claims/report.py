@@ -224,8 +224,8 @@ def _provenance(slug, scale, config, experiments, not_run) -> tuple[list[str], d
         lines.append("- packages: " + ", ".join(f"{k} {v}" for k, v in sorted(record.get("packages", {}).items())))
     if solvers:
         lines.append("- solvers: " + "; ".join(f"{k}: {fmt_value(v)}" for k, v in solvers.items()))
-    lines.append(f"- experiment time, total: {total:.1f} s wall, {cpu:.1f} s CPU of the experiment processes "
-                 f"(wall exceeds CPU when jobs share cores)")
+    lines.append(f"- experiment time, total: {total:.1f} s wall, {cpu:.1f} s CPU of the experiment processes and the "
+                 f"child processes they waited for (wall exceeds CPU when jobs share cores)")
     lines += ["", "| experiment | wall (s) | CPU (s) | code at run time |", "|---|---|---|---|", *rows]
     return lines, {"wall_s": round(total, 1), "commit": state["commit"], "inputs_dirty": dirty}
 

@@ -87,3 +87,16 @@ def test_provenance_fields_are_every_key_that_provenance_fills(tmp_path):
     run_experiment({"toy": toy}, "toy", cfg, "smoke", tmp_path / "a")
     written = set(read_metrics(tmp_path / "a" / "provenance.json"))
     assert written - {"solver"} == PROVENANCE_FIELDS
+
+
+def test_cpu_seconds_counts_children_that_were_waited_for():
+    """A child that burns CPU and is waited for adds its CPU time to cpu_seconds (sandboxed programs count)."""
+    import subprocess
+    import sys
+
+    from shared.experiment import cpu_seconds
+
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
+    before = cpu_seconds()
+    subprocess.run([sys.executable, "-c", burn], check=True)
+    assert cpu_seconds() - before >= 0.3
