@@ -9,7 +9,6 @@ clients absent each round, with replay); ``straggler`` (H6), ``memory`` (H7), ``
 """
 from __future__ import annotations
 
-import resource
 import time
 
 import numpy as np
@@ -365,15 +364,11 @@ def memory_measured(params: dict, ctx: RunContext):
     lam = torch.from_numpy(rng.standard_normal((B, width)) / B).float().to(device)   # a multiplier's shape
     seeds = [int(s) for s in rng.choice(H.SEED_BOUND, size=P, replace=False)]
     peaks = {m: [] for m in STEP_METHODS}
-    child_cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     for _ in range(repeats):   # plain loop: no progress thread is alive when the probe forks
         for m in STEP_METHODS:
             def fn(m=m):
                 client_step(m, client, x, lam, seeds=seeds)
             peaks[m].append(peak_rss_growth(fn) if device == "cpu" else peak_cuda_growth(fn, device))
-    child_cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    ctx.record(child_cpu_s=round((child_cpu1.ru_utime + child_cpu1.ru_stime)
-                                 - (child_cpu0.ru_utime + child_cpu0.ru_stime), 3))
     mb = {m: [v / 2 ** 20 for v in vals] for m, vals in peaks.items()}
     ratio = {f"{m}_over_sfl_fo": [a / b for a, b in zip(peaks[m], peaks["sfl_fo"])]
              for m in STEP_METHODS if m != "sfl_fo"}
