@@ -12,6 +12,8 @@ nash       Nash procedure on wichardt2008 (no NE) and amd_policeman (NE), NashCo
 performance  SDP route vs first-order and SLSQP baselines, time to the optimum (ratio, hardware)
 random2p   random two-player games: Nash procedure status, independent NashConv, SOS-monotonicity certificate
 crosscheck moment bounds rebuilt by ncpol2sdpa vs this package's hierarchy
+table1     the paper's random instances (Table 1): SOS at the first level vs projected gradient with restarts
+sparse_cycles  forgetful odd cycles by the correlative-sparse hierarchy, against the dense one where it runs
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from .crosscheck import ncpol_bound
 from .games import (forgetful_cut_game, load_game, random_cut_game, random_decision_problem,
                     random_two_player_game)
 from .hierarchy import moment_bound, pure_optimum
-from .nash import nash_conv, nash_conv_grid, no_ne_grid_certificate, sos_nash
+from .nash import nash_conv, nash_conv_grid, no_ne_exact_certificate, no_ne_grid_certificate, sos_nash
 
 EXACT_TOL = 1e-6
 NE_TOL = 1e-5           # NashConv of an SDP candidate is accurate to ~1e-7 (spec pitfalls)
@@ -73,6 +75,13 @@ def _is_exact(res, opt):
 def _warm_up() -> None:
     """One untimed tiny SDP, so that the first timed solve does not carry the solver's start-up cost."""
     moment_bound(load_game("amd_classic"), 1)
+
+
+def _timed(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` and the CPU seconds of this process it took (the solvers run in-process)."""
+    t0 = time.process_time()
+    out = fn(*args, **kwargs)
+    return out, time.process_time() - t0
 
 
 # ----------------------------------------------------------------------------------------------- (a)
@@ -290,6 +299,27 @@ def run_pgd(params: dict, ctx: RunContext):
 
 
 # ----------------------------------------------------------------------------------------------- (f)
+def _exact_certificate(game, ctx, name):
+    """z3's exact answer to "does ``game`` have an NE?" (:func:`papers.irefg_sos.nash.no_ne_exact_certificate`;
+    unsat proves that it has none) and, for a witness, its NashConv (exact best responses)."""
+    cert, cpu = _timed(no_ne_exact_certificate, game)
+    out = {"z3": cert["z3"], "pure_deviations": cert["pure_deviations"],
+           "quantified_players": cert["quantified_players"]}
+    if cert["witness"] is not None:
+        out["witness"] = [_r(v, 8) for v in cert["witness"]]
+        out["witness_nashconv"] = _r(nash_conv(game, game.vector_to_profile(cert["witness"])), 3)
+    ctx.log(f"{name}: z3 says {cert['z3']} ({cpu:.2f}s CPU) {cert['reason']}")
+    return out
+
+
+def _confirmed(status: str, z3_answer: str) -> str:
+    """The procedure's status when z3's exact answer agrees with it ("no_ne" with unsat, "ne" with sat),
+    "contradicted" when it disagrees, the status marked "unconfirmed" when z3 gave no answer."""
+    if z3_answer == "unknown" or status not in ("ne", "no_ne"):
+        return f"{status} (unconfirmed)"
+    return status if (status == "no_ne") == (z3_answer == "unsat") else "contradicted"
+
+
 def run_nash(params: dict, ctx: RunContext):
     rows, metrics, backends = [], {}, set()
     w = load_game(params.get("wichardt_game", "wichardt2008"))
@@ -311,7 +341,10 @@ def run_nash(params: dict, ctx: RunContext):
                            "min_grid_nashconv": _r(cert["min_grid_nashconv"]),
                            "argmin_grid": [_r(v) for v in cert["argmin"]],
                            "certificate": {"lipschitz": _r(cert["lipschitz"]), "h": _r(cert["h"]),
-                                           "margin": _r(cert["margin"])}}
+                                           "margin": _r(cert["margin"])},
+                           "exact_certificate": _exact_certificate(w, ctx, "wichardt2008")}
+    metrics["wichardt"]["status_confirmed"] = _confirmed(metrics["wichardt"]["status"],
+                                                         metrics["wichardt"]["exact_certificate"]["z3"])
     a = load_game("amd_policeman")
     runs, ncs, all_ne = {}, [], True
     for seed in params["amdp_seeds"]:
@@ -331,7 +364,10 @@ def run_nash(params: dict, ctx: RunContext):
             rows.append(_row("sos_nash", metric, val, game="amd_policeman", level=params["amdp_level"], seed=seed))
         ctx.log(f"amd_policeman seed {seed}: {res.status}, NashConv {nc_ind}")
     metrics["amdp"] = {"all_ne": all_ne, "runs": runs, "status": "ne" if (all_ne and runs) else "mixed",
-                       "max_nashconv": _r(max(ncs), 3) if (ncs and all_ne) else 1.0e6}
+                       "max_nashconv": _r(max(ncs), 3) if (ncs and all_ne) else 1.0e6,
+                       "exact_certificate": _exact_certificate(a, ctx, "amd_policeman")}
+    metrics["amdp"]["status_confirmed"] = _confirmed(metrics["amdp"]["status"],
+                                                     metrics["amdp"]["exact_certificate"]["z3"])
     ctx.record(solver=sorted(backends))
     return rows, metrics
 
@@ -492,49 +528,94 @@ def run_crosscheck(params: dict, ctx: RunContext):
 
 # ----------------------------------------------------------------------------------------------- sparsity
 def run_sparse_cycles(params: dict, ctx: RunContext):
-    """Forgetful odd cycles C_k with k up to ~20 infosets by the correlative-sparse hierarchy
-    (:func:`papers.irefg_sos.hierarchy.sparse_single_player_bound`), cliques {v0, v_i, v_{i+1}} of the fan
-    triangulation (chordal, running intersection); the optimum is (k - 1)/k for odd k (max cut / edges). The
-    dense moment matrix at the same level would have side C(k + r, r)."""
-    from .hierarchy import sparse_single_player_bound
+    """Forgetful odd cycles C_k (k infosets, k free variables) by the correlative-sparse hierarchy
+    (:func:`papers.irefg_sos.hierarchy.sparse_single_player_bound`) with the cliques of
+    :func:`papers.irefg_sos.hierarchy.correlative_cliques` (chordal extension of the correlative graph, ordered
+    with the running intersection property); the optimum is (k - 1)/k for odd k (max cut / edges). The dense
+    relaxation (:func:`papers.irefg_sos.hierarchy.moment_bound`, moment matrix of side C(k + r, r)) runs on the
+    (k, level) pairs of ``dense_runs`` (SCS at ``dense_scs_eps`` for the levels in ``dense_scs_levels``), and
+    the two bounds are compared where both run: the sparse relaxation keeps a subset of the dense constraints
+    (principal submatrices), so rho_sparse >= rho_dense >= U*. CPU seconds of every solve go to the results."""
+    from .hierarchy import correlative_cliques, sparse_single_player_bound
 
     rows, per, backends = [], {}, set()
     levels = [int(v) for v in params["levels"]]
     top, below = max(levels), sorted(levels)[-2] if len(levels) > 1 else None
-    gaps_top, gaps_below = [], []
+    dense_runs = {(int(k), int(r)) for k, r in params.get("dense_runs", [])}
+    sparse_ks = {int(k) for k in params["cycles"]}
+    gaps = {top: [], below: []}
+    pairs = []
     _warm_up()
-    for k in params["cycles"]:
-        k = int(k)
+    for k in sorted(sparse_ks | {k for k, _ in dense_runs}):
         game = _cycle_game(k)
         n = game.n_variables
-        groups = [game.infoset_variables(j) for j in range(len(game.infosets))]
-        var_of = {I.name: game.infoset_variables(j)[0] for j, I in enumerate(game.infosets)}
-        v = [var_of[f"v{i}"] for i in range(k)]
-        cliques = [[v[0], v[i], v[i + 1]] for i in range(1, k - 1)]
+        groups = _groups(game)
+        cliques = correlative_cliques([game.polynomial(1)], groups, n)
         opt = (k - (k % 2)) / k
-        entry = {"optimum": _r(opt), "n_variables": n, "n_cliques": len(cliques)}
-        for level in levels:
-            res = sparse_single_player_bound(game.polynomial(1), n, groups, level, cliques)
-            backends.add(res.solver)
-            gap = res.bound - opt
-            entry[f"level{level}"] = _r(res.bound)
-            entry[f"level{level}_status"] = res.status
-            entry[f"level{level}_clique_moment_size"] = res.moment_size
+        entry = {"optimum": _r(opt), "n_variables": n, "n_cliques": len(cliques),
+                 "max_clique": max(len(c) for c in cliques)}
+        for level in sorted(set(levels if k in sparse_ks else []) | {r for kk, r in dense_runs if kk == k}):
+            sparse = dense = None
+            if k in sparse_ks and level in levels:
+                sparse, cpu = _timed(sparse_single_player_bound, game.polynomial(1), n, groups, level, cliques)
+                backends.add(sparse.solver)
+                entry[f"level{level}"] = _r(sparse.bound)
+                entry[f"level{level}_status"] = sparse.status
+                entry[f"level{level}_clique_moment_size"] = sparse.moment_size
+                if level in gaps:
+                    gaps[level].append(abs(sparse.bound - opt))
+                for metric, val in (("bound", sparse.bound), ("gap", sparse.bound - opt), ("seconds", sparse.seconds),
+                                    ("cpu_seconds", cpu), ("moment_size", sparse.moment_size)):
+                    rows.append(_row("sos_sparse", metric, val, game=f"cycle{k}", level=level))
+                ctx.log(f"cycle{k} sparse level {level}: {sparse.bound:.8f} (opt {opt:.8f}, {cpu:.1f}s CPU)")
             entry[f"level{level}_dense_moment_size"] = math.comb(n + level, level)
-            if level == top:
-                gaps_top.append(abs(gap))
-            if level == below:
-                gaps_below.append(abs(gap))
-            for metric, val in (("bound", res.bound), ("gap", gap), ("seconds", res.seconds),
-                                ("moment_size", res.moment_size)):
-                rows.append(_row("sos_sparse", metric, val, game=f"cycle{k}", level=level))
-            ctx.log(f"cycle{k} sparse level {level}: {res.bound:.8f} (opt {opt:.8f}, {res.seconds:.1f}s)")
+            if (k, level) in dense_runs:
+                scs = level in [int(v) for v in params.get("dense_scs_levels", [])]
+                dense, cpu = _timed(moment_bound, game, level, solver="SCS" if scs else None,
+                                    scs_eps=params.get("dense_scs_eps") if scs else None)
+                backends.add(dense.solver)
+                entry[f"level{level}_dense"] = _r(dense.bound)
+                entry[f"level{level}_dense_status"] = dense.status
+                for metric, val in (("bound", dense.bound), ("gap", dense.bound - opt), ("seconds", dense.seconds),
+                                    ("cpu_seconds", cpu), ("moment_size", dense.moment_size)):
+                    rows.append(_row("sos_dense", metric, val, game=f"cycle{k}", level=level))
+                ctx.log(f"cycle{k} dense level {level}: {dense.bound:.8f} ({dense.solver}, {cpu:.1f}s CPU)")
+            if sparse is not None and dense is not None:
+                pairs.append({"game": f"cycle{k}", "level": level, "dense": _r(dense.bound),
+                              "sparse": _r(sparse.bound), "sparse_minus_dense": _r(sparse.bound - dense.bound, 4)})
         per[f"cycle{k}"] = entry
+    reach = _sparsity_reach(params, ctx)
     ctx.record(solver=sorted(b for b in backends if b))
-    metrics = {"cycles": per, "top_level": top, "max_gap_top_level": _r(max(gaps_top), 4),
+    diffs = [p["sparse_minus_dense"] for p in pairs]
+    top_pairs = [abs(p["sparse_minus_dense"]) for p in pairs if p["level"] == top]
+    metrics = {"cycles": per, "top_level": top, "max_gap_top_level": _r(max(gaps[top]), 4),
+               "largest_sparse_k": max(sparse_ks),
+               "dense_vs_sparse": {"pairs": pairs, "n_pairs": len(pairs),
+                                   "max_dense_minus_sparse": _r(-min(diffs), 4) if diffs else None,
+                                   "max_sparse_minus_dense": _r(max(diffs), 4) if diffs else None,
+                                   "max_abs_diff_top_level": _r(max(top_pairs), 4) if top_pairs else None},
+               "reach": reach,
                "control": {"level_below": {"level": below,
-                                           "max_gap": _r(max(gaps_below), 4) if gaps_below else None}}}
+                                           "max_gap": _r(max(gaps[below]), 4) if gaps.get(below) else None}}}
     return rows, metrics
+
+
+def _sparsity_reach(params: dict, ctx: RunContext) -> dict:
+    """Clique structure (no SDP) of random decision problems with ``reach_decision_l`` infosets, seeds
+    ``reach_seeds``, ``reach_branches`` chance branches: the branches couple most infosets, so the chordal
+    extension has a clique of nearly all variables and the sparse relaxation is nearly the dense one."""
+    from .hierarchy import correlative_cliques
+
+    out = {}
+    for l in params.get("reach_decision_l", []):
+        for seed in params.get("reach_seeds", [0]):
+            game = random_decision_problem(int(l), int(params.get("reach_branches", 3)), int(seed))
+            cliques = correlative_cliques([game.polynomial(1)], _groups(game), game.n_variables)
+            out[f"decision_l{l}_s{seed}"] = {"n_variables": game.n_variables, "n_cliques": len(cliques),
+                                             "max_clique": max(len(c) for c in cliques)}
+            ctx.log(f"decision l={l} seed {seed}: largest clique {max(len(c) for c in cliques)} of "
+                    f"{game.n_variables} variables")
+    return out
 
 
 # ----------------------------------------------------------------------------------------------- Table 1

@@ -31,7 +31,8 @@ import scipy.sparse as sp
 from . import poly as P
 
 __all__ = ["BoundResult", "MomentSolution", "moment_relaxation", "strategy_constraints", "moment_bound",
-           "single_player_bound", "sparse_single_player_bound", "pure_optimum", "min_level", "flat_rank"]
+           "single_player_bound", "sparse_single_player_bound", "pure_optimum", "min_level", "flat_rank",
+           "correlative_cliques", "running_intersection_violation"]
 
 RANK_TOL = 1e-6
 CERT_TOL = 1e-6
@@ -312,14 +313,71 @@ def _clique_monomials(clique, n: int, d: int) -> list:
     return out
 
 
-def sparse_single_player_bound(U: dict, n: int, groups, level: int, cliques, *, solver: str | None = None
-                               ) -> BoundResult:
+def running_intersection_violation(cliques) -> int | None:
+    r"""Index of the first clique that breaks the running intersection property (RIP) in the given order, or
+    None when it holds: for every :math:`k \ge 1` some :math:`s < k` has
+    :math:`I_k \cap \bigcup_{j < k} I_j \subseteq I_s` (Waki, Kim, Kojima, Muramatsu 2006, eq. (6); Lasserre
+    2006). Under RIP the correlative-sparse hierarchy converges to the optimum; without it the sparse bound is
+    still valid but may stall above the optimum."""
+    sets = [frozenset(int(j) for j in c) for c in cliques]
+    seen: set = set()
+    for k, c in enumerate(sets):
+        if k and not any((c & seen) <= sets[s] for s in range(k)):
+            return k
+        seen |= c
+    return None
+
+
+def correlative_cliques(polys, groups, n: int) -> list[list[int]]:
+    r"""Cliques for the correlative-sparse relaxation, ordered so that they satisfy the running intersection
+    property.
+
+    The correlative graph has the variables as nodes and an edge between two variables that appear together in
+    a monomial of one of ``polys`` or in one infoset group (the group's simplex constraint couples them). Its
+    chordal extension (``networkx.complete_to_chordal_graph``, MCS-M: a minimal triangulation) has maximal
+    cliques (``networkx.chordal_graph_cliques``); a maximum-weight spanning tree of the clique-intersection graph
+    (weights :math:`|I_a \cap I_b|`) is a clique tree of a chordal graph, and its breadth-first order satisfies
+    RIP (Blair & Peyton 1993), which is checked before returning."""
+    import networkx as nx
+
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    G = nx.Graph()
+    G.add_nodes_from(range(n))
+    for members in [list(g) for g in groups] + [sorted(_support({a: 1.0})) for p in polys for a in p]:
+        if any(j < 0 or j >= n for j in members):
+            raise ValueError(f"a group or monomial refers to a variable outside [0, {n}): {members}")
+        G.add_edges_from((a, b) for i, a in enumerate(members) for b in members[i + 1:])
+    H, _ = nx.complete_to_chordal_graph(G)
+    cliques = [sorted(int(j) for j in c) for c in nx.chordal_graph_cliques(H)]
+    cliques.sort(key=lambda c: (-len(c), c))
+    T = nx.Graph()
+    T.add_nodes_from(range(len(cliques)))
+    for a in range(len(cliques)):
+        for b in range(a + 1, len(cliques)):
+            w = len(set(cliques[a]) & set(cliques[b]))
+            if w:
+                T.add_edge(a, b, weight=w)
+    order = []
+    for comp in sorted(nx.connected_components(T), key=min):
+        tree = nx.maximum_spanning_tree(T.subgraph(comp))
+        order += list(nx.bfs_tree(tree, min(comp)))
+    ordered = [cliques[k] for k in order]
+    bad = running_intersection_violation(ordered)
+    if bad is not None:       # cannot happen for the cliques of a chordal graph in clique-tree order
+        raise RuntimeError(f"correlative_cliques: clique {ordered[bad]} breaks the running intersection property")
+    return ordered
+
+
+def sparse_single_player_bound(U: dict, n: int, groups, level: int, cliques, *, solver: str | None = None,
+                               require_rip: bool = True) -> BoundResult:
     r"""Correlative-sparse level-``level`` bound for :math:`\max U` over the product of simplices ``groups``
     (Waki, Kim, Kojima, Muramatsu 2006; Lasserre 2006).
 
-    ``cliques``: variable index sets covering every infoset group and every monomial of U (use the maximal
-    cliques of a chordal extension of the correlative graph, so that they satisfy the running intersection
-    property, under which the sparse hierarchy still converges). One moment matrix :math:`M_r(y, I_k)` per
+    ``cliques``: variable index sets covering every infoset group and every monomial of U (use
+    :func:`correlative_cliques`: the maximal cliques of a chordal extension of the correlative graph, in an
+    order with the running intersection property, under which the sparse hierarchy still converges; with
+    ``require_rip`` a ValueError names the first clique that breaks it). One moment matrix :math:`M_r(y, I_k)` per
     clique over the monomials in :math:`I_k`; localizing matrices for the linear constraints of each group and
     for the pairwise products of constraints that live in one clique. The bound is :math:`\ge` the dense
     :math:`\rho_r` and :math:`\ge U^*`. ``flat`` and ``rank`` refer to the first clique's moment matrix.
@@ -339,6 +397,11 @@ def sparse_single_player_bound(U: dict, n: int, groups, level: int, cliques, *, 
         sup = frozenset(j for j, k in enumerate(a) if k)
         if not any(sup <= s for s in sets):
             raise ValueError(f"cliques: the monomial {a} of U is not inside one clique")
+    bad = running_intersection_violation(cliques)
+    if require_rip and bad is not None:
+        raise ValueError(f"cliques: clique {cliques[bad]} (position {bad}) breaks the running intersection property "
+                         "(its intersection with the earlier cliques lies in no single earlier clique); order them "
+                         "as correlative_cliques does, or pass require_rip=False")
     lin, _ = strategy_constraints(groups, n)
     cons_by_clique = [[] for _ in cliques]
     for g in lin:

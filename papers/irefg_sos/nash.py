@@ -29,7 +29,7 @@ from . import poly as P
 from .hierarchy import min_level, moment_relaxation, single_player_bound, strategy_constraints
 
 __all__ = ["NashResult", "sos_nash", "nash_conv", "kkt_constraints", "best_response", "nash_conv_lipschitz",
-           "no_ne_grid_certificate"]
+           "no_ne_grid_certificate", "no_ne_exact_certificate"]
 
 
 @dataclass
@@ -323,3 +323,90 @@ def no_ne_grid_certificate(game, k: int) -> dict:
     min_nc = float(nc.min())
     return {"min_grid_nashconv": min_nc, "lipschitz": lip, "h": h, "margin": min_nc - lip * h / 2 - 1e-9,
             "argmin": grid[int(np.argmin(nc))]}
+
+
+def _z3_poly(p: dict, xs):
+    """The polynomial ``p`` (exponent tuple -> float coefficient) as a z3 real term in ``xs``; every coefficient
+    is converted exactly (``Fraction(c)``: the float's own binary value, no rounding)."""
+    import z3
+    from fractions import Fraction
+
+    terms = []
+    for a, c in p.items():
+        t = z3.RealVal(str(Fraction(float(c))))
+        for j, k in enumerate(a):
+            for _ in range(int(k)):
+                t = t * xs[j]
+        terms.append(t)
+    return z3.Sum(terms) if terms else z3.RealVal(0)
+
+
+def _z3_polytope(xs, groups):
+    """:math:`x \\ge 0` and :math:`\\sum_{j \\in I} x_j \\le 1` for every infoset group (eliminated simplices)."""
+    import z3
+
+    cons = []
+    for g in groups:
+        cons += [xs[j] >= 0 for j in g]
+        cons.append(z3.Sum([xs[j] for j in g]) <= 1)
+    return cons
+
+
+def no_ne_exact_certificate(game, *, timeout_s: float = 60.0) -> dict:
+    r"""Exact decision, without any SDP or floating-point step, of whether ``game`` has a Nash equilibrium in
+    behavioural strategies: z3's complete procedure for nonlinear real arithmetic (nlsat) on
+
+    .. math::
+        \exists x \in \Delta:\ \forall i\ \forall x_i' \in \Delta_i:\ U_i(x_i', x_{-i}) \le U_i(x).
+
+    For a player without absentmindedness :math:`U_i` is affine in each of its infosets' blocks, so the inner
+    maximum is attained at a pure strategy and the quantifier becomes the finite list
+    :math:`U_i(p_i, x_{-i}) \le U_i(x)` over pure :math:`p_i`; for an absentminded player the universal
+    quantifier over its own polytope is kept (z3 eliminates it). ``"unsat"`` proves that no NE exists (for the
+    utilities with coefficients equal to the floats' exact binary values); ``"sat"`` returns an NE (``witness``,
+    free variables, decimal approximations of z3's exact model); ``"unknown"`` when z3 gives up or times out.
+    """
+    import z3
+
+    if not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool) or not timeout_s > 0:
+        raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
+    n = game.n_variables
+    xs = [z3.Real(f"x{j}") for j in range(n)]
+    solver = z3.Solver()
+    solver.set("timeout", int(1000 * timeout_s))
+    groups = [game.infoset_variables(k) for k in range(len(game.infosets))]
+    solver.add(*_z3_polytope(xs, groups))
+    n_deviations, quantified = 0, []
+    for player in game.players:
+        U = game.polynomial(player)
+        own = game.player_variables(player)
+        value = _z3_poly(U, xs)
+        if not game.player_is_absentminded(player):
+            for pure in game.pure_strategies(player):
+                ys = list(xs)
+                for j, v in zip(own, pure):
+                    ys[j] = z3.RealVal(int(round(float(v))))
+                solver.add(_z3_poly(U, ys) <= value)
+                n_deviations += 1
+        else:
+            zs = [z3.Real(f"z{player}_{j}") for j in own]
+            ys = list(xs)
+            for j, zj in zip(own, zs):
+                ys[j] = zj
+            pos = {j: t for t, j in enumerate(own)}
+            dom = _z3_polytope(zs, [[pos[j] for j in game.infoset_variables(k)]
+                                    for k in game.player_infosets(player)])
+            solver.add(z3.ForAll(zs, z3.Implies(z3.And(*dom), _z3_poly(U, ys) <= value)))
+            quantified.append(int(player))
+    answer = solver.check()
+    status = "unsat" if answer == z3.unsat else ("sat" if answer == z3.sat else "unknown")
+    witness = None
+    if status == "sat":
+        model = solver.model()
+        witness = []
+        for x in xs:
+            val = model.eval(x, model_completion=True)
+            witness.append(float(val.as_fraction()) if z3.is_rational_value(val)
+                           else float(val.approx(12).as_fraction()))
+    return {"z3": status, "witness": witness, "pure_deviations": n_deviations, "quantified_players": quantified,
+            "reason": solver.reason_unknown() if status == "unknown" else ""}

@@ -99,11 +99,15 @@ def canonical_table(results: Path, out: Path) -> None:
                  "from the uniform strategy (final value, time)")
 
 
-def _write_table(frame: pd.DataFrame, path: Path, title: str) -> None:
+def _table_text(frame: pd.DataFrame, title: str) -> str:
     header = "| " + " | ".join(frame.columns) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
     body = ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.itertuples(index=False)]
-    atomic_write_text(path, "\n".join([f"**{title}**", "", header, rule, *body]) + "\n")
+    return "\n".join([f"**{title}**", "", header, rule, *body]) + "\n"
+
+
+def _write_table(frame: pd.DataFrame, path: Path, title: str) -> None:
+    atomic_write_text(path, _table_text(frame, title))
 
 
 def fig3_basins(results: Path, out: Path) -> None:
@@ -153,6 +157,14 @@ def nash_table(results: Path, out: Path) -> None:
         rows.append({"game": "wichardt2008", "level": "certificate", "theta seed": "-",
                      "status": f"grid min - L h/2 (L = {cert['lipschitz']:g}, h = {cert['h']:g})", "iterations": "-",
                      "cuts": "-", "NashConv": f"{cert['margin']:.4f}", "seconds": "-"})
+    for game, key in (("wichardt2008", "wichardt"), ("amd_policeman", "amdp")):
+        ex = metrics[key].get("exact_certificate")
+        if ex:
+            what = "no NE (proof)" if ex["z3"] == "unsat" else "an NE exists" if ex["z3"] == "sat" else "undecided"
+            rows.append({"game": game, "level": "exact (z3)", "theta seed": "-", "status": f"z3 {ex['z3']}: {what}",
+                         "iterations": "-", "cuts": "-",
+                         "NashConv": f"{ex['witness_nashconv']:.2e}" if "witness_nashconv" in ex else "-",
+                         "seconds": "-"})
     _write_table(pd.DataFrame(rows), out / "nash.md", "Nash procedure (levels used; NashConv is an independent check)")
 
 
@@ -232,21 +244,44 @@ def table1_table(results: Path, out: Path) -> None:
 
 
 def sparse_cycles_table(results: Path, out: Path) -> None:
-    """Correlative-sparse hierarchy on forgetful odd cycles: bound, gap, clique and dense moment sizes."""
+    """Correlative-sparse against dense hierarchy on forgetful odd cycles: bounds, gaps, moment-matrix sides and
+    CPU seconds (from results.csv) of each solve; "not run" where the dense relaxation was not attempted."""
     path = results / "sparse_cycles" / "metrics.json"
     if not path.is_file():
         return
     m = read_metrics(path)
+    df = read_tidy(results / "sparse_cycles" / "results.csv")
+    cpu = df[df["metric"] == "cpu_seconds"].set_index(["method", "game", "level"])["value"]
+
+    def secs(method, game, level):
+        key = (method, game, int(level))
+        return f"{cpu[key]:.2f}" if key in cpu.index else "not run"
+
     rows = []
-    for name, e in m["cycles"].items():
-        for key in sorted(k for k in e if k.startswith("level") and k[5:].isdigit()):
-            lv = key[5:]
-            rows.append({"game": name, "variables": e["n_variables"], "level": lv, "sparse bound": f"{e[key]:.8f}",
-                         "optimum": f"{e['optimum']:.8f}", "gap": f"{e[key] - e['optimum']:.1e}",
-                         "status": e[f"level{lv}_status"], "clique moment matrix": e[f"level{lv}_clique_moment_size"],
-                         "dense moment matrix": e[f"level{lv}_dense_moment_size"]})
-    _write_table(pd.DataFrame(rows), out / "sparse_cycles.md",
-                 "Correlative-sparse hierarchy (fan-triangulation cliques of 3 variables) on forgetful odd cycles")
+    for name, e in sorted(m["cycles"].items(), key=lambda kv: kv[1]["n_variables"]):
+        lvs = sorted({int(k[5:].split("_")[0]) for k in e if k.startswith("level") and k[5:].split("_")[0].isdigit()})
+        for lv in lvs:
+            sp, de = e.get(f"level{lv}"), e.get(f"level{lv}_dense")
+            rows.append({"game": name, "variables": e["n_variables"], "level": lv,
+                         "sparse bound": "not run" if sp is None else f"{sp:.8f}",
+                         "dense bound": "not run" if de is None else f"{de:.8f}",
+                         "optimum": f"{e['optimum']:.8f}",
+                         "sparse gap": "-" if sp is None else f"{sp - e['optimum']:.1e}",
+                         "sparse - dense": "-" if (sp is None or de is None) else f"{sp - de:.1e}",
+                         "cliques (largest)": f"{e['n_cliques']} ({e['max_clique']})",
+                         "clique matrix side": e.get(f"level{lv}_clique_moment_size", "-"),
+                         "dense matrix side": e[f"level{lv}_dense_moment_size"],
+                         "sparse CPU s": secs("sos_sparse", name, lv), "dense CPU s": secs("sos_dense", name, lv)})
+    text = _table_text(pd.DataFrame(rows), "Correlative-sparse (cliques of a chordal extension, running intersection "
+                       "checked) against dense hierarchy on forgetful odd cycles; CPU seconds per solve")
+    reach = [{"problem": name, "variables": e["n_variables"], "cliques": e["n_cliques"],
+              "largest clique": e["max_clique"], "largest clique / variables": f"{e['max_clique'] / e['n_variables']:.2f}"}
+             for name, e in sorted(m.get("reach", {}).items(), key=lambda kv: (kv[1]["n_variables"], kv[0]))]
+    if reach:
+        text += "\n" + _table_text(pd.DataFrame(reach), "Where sparsity stops: cliques of the chordal extension for "
+                                    "random decision problems (no SDP solved; a largest clique close to all variables "
+                                    "leaves the dense relaxation)")
+    atomic_write_text(out / "sparse_cycles.md", text)
 
 
 def make_figures(results_dir: Path, out_dir: Path, scale: str) -> None:

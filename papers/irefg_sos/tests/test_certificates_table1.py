@@ -141,3 +141,85 @@ def test_sparse_bound_bad_cliques():
         sparse_single_player_bound(U, n, groups, 1, singles)
     with pytest.raises(ValueError, match="cliques must be"):
         sparse_single_player_bound(U, n, groups, 1, [[0, 1, 99]])
+
+
+MATCHING_PENNIES = ("node / player 1 actions H T\nnode /P1:H player 2 actions h t\nnode /P1:T player 2 actions h t\n"
+                    "node /P1:H/P2:h leaf payoffs 1=1 2=-1\nnode /P1:H/P2:t leaf payoffs 1=-1 2=1\n"
+                    "node /P1:T/P2:h leaf payoffs 1=-1 2=1\nnode /P1:T/P2:t leaf payoffs 1=1 2=-1\n"
+                    "infoset A nodes /\ninfoset B nodes /P1:H /P1:T\n")
+
+
+def test_exact_certificate_proves_no_ne_for_wichardt_only():
+    from papers.irefg_sos.games import parse_game
+    from papers.irefg_sos.nash import nash_conv, no_ne_exact_certificate
+
+    w = no_ne_exact_certificate(load_game("wichardt2008_code"))
+    assert w["z3"] == "unsat" and w["witness"] is None
+    assert w["pure_deviations"] == 4 + 2                      # 2 x 2 pure strategies of player 1, 2 of player 2
+    # a game with an NE: the absent-minded policeman (player 1 absentminded: quantified, not enumerated)
+    a_game = load_game("amd_policeman")
+    a = no_ne_exact_certificate(a_game)
+    assert a["z3"] == "sat" and a["quantified_players"] == [1]
+    assert nash_conv(a_game, a_game.vector_to_profile(a["witness"])) <= 1e-12
+    # matching pennies: the only NE is mixed, (1/2, 1/2), and z3's model is that exact rational point
+    mp = no_ne_exact_certificate(parse_game(MATCHING_PENNIES, "liteefg"))
+    assert mp["z3"] == "sat" and mp["witness"] == [0.5, 0.5]
+
+
+def test_exact_certificate_bad_timeout():
+    from papers.irefg_sos.nash import no_ne_exact_certificate
+
+    for bad in (0, -1.0, True, "10"):
+        with pytest.raises(ValueError, match="timeout_s"):
+            no_ne_exact_certificate(load_game("wichardt2008_code"), timeout_s=bad)
+
+
+def test_running_intersection_known_answers():
+    from papers.irefg_sos.hierarchy import running_intersection_violation
+
+    assert running_intersection_violation([[0, 1, 2], [0, 2, 3], [0, 3, 4]]) is None    # fan of a pentagon
+    assert running_intersection_violation([[0, 1], [1, 2], [2, 3]]) is None             # a path
+    assert running_intersection_violation([[0, 1], [1, 2], [2, 3], [3, 0]]) == 3       # the 4-cycle itself
+    assert running_intersection_violation([[0, 1], [2, 3], [1, 2]]) == 2               # a bad order of a path
+
+
+def test_correlative_cliques_triangulate_a_cycle_with_rip():
+    from papers.irefg_sos.hierarchy import correlative_cliques, running_intersection_violation
+
+    game = _cycle(7)[0]
+    groups = [game.infoset_variables(j) for j in range(len(game.infosets))]
+    cliques = correlative_cliques([game.polynomial(1)], groups, game.n_variables)
+    assert len(cliques) == 7 - 2 and all(len(c) == 3 for c in cliques)    # a minimal triangulation of C_7
+    assert running_intersection_violation(cliques) is None
+    assert sorted({j for c in cliques for j in c}) == list(range(game.n_variables))
+    for a in game.polynomial(1):                                          # every monomial lies in one clique
+        assert any({j for j, k in enumerate(a) if k} <= set(c) for c in cliques)
+    with pytest.raises(ValueError, match="n must be"):
+        correlative_cliques([game.polynomial(1)], groups, 0)
+
+
+def test_sparse_with_one_clique_is_the_dense_relaxation_and_rip_is_enforced():
+    from papers.irefg_sos.hierarchy import moment_bound, sparse_single_player_bound
+
+    game, groups, _ = _cycle(5)
+    U, n = game.polynomial(1), game.n_variables
+    one = sparse_single_player_bound(U, n, groups, 2, [list(range(n))])
+    assert one.bound == pytest.approx(moment_bound(game, 2).bound, abs=1e-6)   # the same SDP
+    var_of = {I.name: game.infoset_variables(j)[0] for j, I in enumerate(game.infosets)}
+    v = [var_of[f"v{i}"] for i in range(5)]
+    no_rip = [[v[0], v[1]], [v[1], v[2]], [v[2], v[3]], [v[3], v[4]], [v[4], v[0]]]   # the cycle's edges
+    with pytest.raises(ValueError, match="running intersection"):
+        sparse_single_player_bound(U, n, groups, 2, no_rip)
+    loose = sparse_single_player_bound(U, n, groups, 2, no_rip, require_rip=False)
+    assert loose.bound >= one.bound - 1e-6                                      # still a valid (weaker) bound
+
+
+def test_status_confirmed_only_when_z3_agrees():
+    from papers.irefg_sos.experiments import _confirmed
+
+    assert _confirmed("no_ne", "unsat") == "no_ne"
+    assert _confirmed("ne", "sat") == "ne"
+    assert _confirmed("no_ne", "sat") == "contradicted"        # the SDP said no NE, z3 found one
+    assert _confirmed("ne", "unsat") == "contradicted"
+    assert _confirmed("no_ne", "unknown") == "no_ne (unconfirmed)"
+    assert _confirmed("undecided", "unsat") == "undecided (unconfirmed)"
