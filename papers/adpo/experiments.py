@@ -188,7 +188,8 @@ def _train_task(params, ctx, task, rows, timing):
                 "kl": kl_per_token(model, ref, prompts, ref_greedy)}
 
     out, jensen_v, jensen_n = {}, 0, 0
-    for name, mdict in params["methods"].items():
+    methods = params["methods"]
+    for name, mdict in ctx.progress(methods.items(), total=len(methods), what=f"{task}: methods"):
         spec = method_spec(mdict)
         finals = {"exact_match": [], "pref_acc": [], "kl": []}
         init_errs, shares, walls = [], [], []

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from shared.plotting import main, method_colors, new_figure, save_figure
-from shared.results import atomic_path, atomic_write_text, read_metrics, read_tidy
+from shared.results import atomic_path, atomic_write_text, read_metrics, read_tidy, write_markdown_table
 
 __all__ = ["make_figures", "LABELS"]
 
@@ -129,57 +129,61 @@ def _summary(results, metrics, out):
     frame = pd.DataFrame(rows)
     with atomic_path(out / "summary.csv") as tmp:
         frame.to_csv(tmp, index=False, float_format="%.6g")
-    lines = [f"**Held-out results after {metrics['steps']} preference steps (lr {metrics['lr']:g}, beta "
+    title = (f"Held-out results after {metrics['steps']} preference steps (lr {metrics['lr']:g}, beta "
              f"{metrics['beta']:g}, mean over seeds {metrics['seeds']}; steps/s: training only, without the "
-             "evaluations, wall clock on a shared machine)**", "",
-             "| " + " | ".join(frame.columns) + " |", "|" + "|".join("---" for _ in frame.columns) + "|"]
-    for r in frame.itertuples(index=False):
-        lines.append("| " + " | ".join(v if isinstance(v, str) else ("-" if np.isnan(v) else f"{v:.4g}")
-                                       for v in r) + " |")
-    lines += _llm_summary(results)
-    atomic_write_text(out / "summary.md", "\n".join(lines) + "\n")
+             "evaluations, wall clock on a shared machine)")
+    shown = frame.astype(object).where(frame.notna(), "-")
+    table = write_markdown_table(shown, out / "summary.md", floatfmt=".4g", title=title).read_text(encoding="utf-8")
+    atomic_write_text(out / "summary.md", table + _llm_summary(results, out / "summary.md"))
 
 
-def _llm_summary(results) -> list[str]:
-    """Markdown lines for the SmolLM2 + LoRA arm (``llm`` experiment), or a line saying it was not run."""
-    path = results / "llm" / "metrics.json"
-    met = read_metrics(path) if path.exists() else {"run": False}
+def _llm_summary(results, path) -> str:
+    """Markdown text for the SmolLM2 + LoRA arm (``llm`` experiment), or a line saying it was not run; its table
+    goes through ``path`` (which the caller then rewrites whole)."""
+    met_path = results / "llm" / "metrics.json"
+    met = read_metrics(met_path) if met_path.exists() else {"run": False}
     if not met.get("run"):
-        return ["", "SmolLM2-135M-Instruct + LoRA arm: not run at this scale (full scale only)."]
-    lines = ["", f"**SmolLM2-135M-Instruct + LoRA, held-out exact match after {met['steps']} steps (mean over "
-                 f"seeds {met['seeds']})**", "", "| task | method | exact_match_% | exact_match_se | pref_acc_% |",
-             "|---|---|---|---|---|"]
+        return "\nSmolLM2-135M-Instruct + LoRA arm: not run at this scale (full scale only).\n"
+    rows = []
     for task, v in met.items():
         if not (isinstance(v, dict) and "methods" in v):
             continue
-        lines.append(f"| {task} | pretrained reference | {100 * v['reference']['exact_match']:.4g} | - | - |")
-        for m, r in v["methods"].items():
-            lines.append(f"| {task} | {_label(m)} | {100 * r['exact_match']['mean']:.4g} | "
-                         f"{100 * r['exact_match']['se']:.4g} | {100 * r['pref_acc']['mean']:.4g} |")
-    return lines
+        rows.append({"task": task, "method": "pretrained reference",
+                     "exact_match_%": 100 * v["reference"]["exact_match"], "exact_match_se": "-", "pref_acc_%": "-"})
+        rows += [{"task": task, "method": _label(m), "exact_match_%": 100 * r["exact_match"]["mean"],
+                  "exact_match_se": 100 * r["exact_match"]["se"], "pref_acc_%": 100 * r["pref_acc"]["mean"]}
+                 for m, r in v["methods"].items()]
+    title = (f"SmolLM2-135M-Instruct + LoRA, held-out exact match after {met['steps']} steps (mean over seeds "
+             f"{met['seeds']})")
+    table = write_markdown_table(pd.DataFrame(rows), path, floatfmt=".4g", title=title)
+    return "\n" + table.read_text(encoding="utf-8")
 
 
 def _performance(results, out):
     base = results / "perf"
     met, tim = read_metrics(base / "metrics.json"), read_metrics(base / "timings.json")
     hw = read_metrics(base / "provenance.json").get("hardware", {})
-    lines = [f"**{met['steps']} training steps each, {tim.get('repeats', 1)} repeats, batch {met['batch']} pairs, "
+    title = (f"{met['steps']} training steps each, {tim.get('repeats', 1)} repeats, batch {met['batch']} pairs, "
              f"same model, data, order, AdamW and lr, TRL in float32 (hardware: {hw.get('cpu', 'unknown')}, "
              f"{hw.get('cores', '?')} cores, one torch thread; CPU seconds per training step, median over steps "
-             "2..n of each repeat, on a shared machine)**", "",
-             "| trainer | steps/s (CPU, median over repeats) | final loss |", "|---|---|---|"]
-    for name, v in tim["steps_per_s"].items():
-        lines.append(f"| {_label(name)} | {v:.3g} | {met['final_loss'].get(name, float('nan')):.6g} |")
-    lines += ["", "| ratio of steps/s | median over repeats | range over repeats |", "|---|---|---|"]
-    for name, v in tim["ratios"].items():
-        lines.append(f"| {name.replace('_over_', ' / ')} | {v['median']:.3g} | {v['min']:.3g} - {v['max']:.3g} |")
+             "2..n of each repeat, on a shared machine)")
+    speed = pd.DataFrame([{"trainer": _label(name), "steps/s (CPU, median over repeats)": f"{v:.3g}",
+                           "final loss": f"{met['final_loss'].get(name, float('nan')):.6g}"}
+                          for name, v in tim["steps_per_s"].items()])
+    ratios = pd.DataFrame([{"ratio of steps/s": name.replace("_over_", " / "), "median over repeats": v["median"],
+                            "range over repeats": f"{v['min']:.3g} - {v['max']:.3g}"}
+                           for name, v in tim["ratios"].items()])
     agree = met["trl_agree"]["max_rel_diff"]
-    lines += ["", "| cross-check with TRL | value |", "|---|---|",
-              f"| max relative difference of per-step losses, our DPO vs TRL | "
-              f"{'not evaluated (' + str(met['trl_agree']['error']) + ')' if agree is None else f'{agree:.2e}'} |"]
-    for name, v in (met["trl_agree"].get("step1_grad_rel_diff") or {}).items():
-        lines.append(f"| step-1 gradient, relative difference from float64 DPO: {name.replace('_', ' ')} | {v:.2e} |")
-    atomic_write_text(out / "performance.md", "\n".join(lines) + "\n")
+    checks = [{"cross-check with TRL": "max relative difference of per-step losses, our DPO vs TRL",
+               "value": f"not evaluated ({met['trl_agree']['error']})" if agree is None else f"{agree:.2e}"}]
+    checks += [{"cross-check with TRL": f"step-1 gradient, relative difference from float64 DPO: "
+                                        f"{name.replace('_', ' ')}", "value": f"{v:.2e}"}
+               for name, v in (met["trl_agree"].get("step1_grad_rel_diff") or {}).items()]
+    path = out / "performance.md"
+    tables = [write_markdown_table(speed, path, title=title).read_text(encoding="utf-8"),
+              write_markdown_table(ratios, path, floatfmt=".3g").read_text(encoding="utf-8"),
+              write_markdown_table(pd.DataFrame(checks), path).read_text(encoding="utf-8")]
+    atomic_write_text(path, "\n".join(tables))
 
 
 def make_figures(results_dir, out_dir, scale: str) -> None:

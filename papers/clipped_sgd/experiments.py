@@ -325,7 +325,8 @@ def schedules(params: dict, ctx: RunContext):
     all_errs = {}
     rows, metrics = [], {"n_samples": ns, "n_steps": K, "record_at": record, "clip_ratio": {},
                          "clip_over_sgd": {}, "clip_over_sgd_se": {}, "theory_slope": {}, "theory_slope_sgd": {}}
-    for name, sched in params["schedules"].items():
+    by_name = params["schedules"]
+    for name, sched in ctx.progress(by_name.items(), total=len(by_name), what="step-size and clipping schedules"):
         res = run_sgd_batch(problems, K, step_size=sched["step_size"], clip_level=sched["clip_level"],
                             clipped=clipped, seeds=idx, burn_in=burn_in, record_at=record)
         errs = all_errs.setdefault(name, {})

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from shared.plotting import PALETTE, main, method_colors, new_figure, save_figure
-from shared.results import atomic_write_text, read_metrics, read_tidy
+from shared.results import atomic_write_text, read_metrics, read_tidy, write_markdown_table
 
 __all__ = ["make_figures", "LABELS"]
 
@@ -169,24 +169,30 @@ def _performance_table(results: Path, out: Path) -> None:
     timings = read_metrics(base / "timings.json")
     hw = read_metrics(base / "provenance.json").get("hardware", {})
     t, r = timings["per_1e4_steps_s"], timings["ratio"]
-    lines = [f"**Clip-SGD, least squares N = {perf['n_samples']}, d = 10: CPU seconds per 1e4 steps** "
-             f"(median of {perf['repeats']} repeats, torch timed once; BLAS and torch on one thread; hardware: {hw.get('cpu', 'unknown')},"
-             f" {hw.get('cores', '?')} cores)", "",
-             "| implementation | CPU s per 1e4 steps | ratio to torch |", "|---|---|---|",
-             f"| numpy loop, one dataset | {t['numpy_single']:.3g} | {r['numpy_over_torch']:.3g} |",
-             f"| numpy loop vectorised over {perf['n_vectorised']} runs (per run) | "
-             f"{t['numpy_vectorised_per_run']:.3g} | {r['numpy_vectorised_over_torch']:.3g} |",
-             f"| torch.optim.SGD + clip_grad_norm_ (float64, batch 1) | {t['torch']:.3g} | 1 |",
-             f"| sklearn SGDRegressor, one epoch (plain SGD, without replacement; reference only) | "
-             f"{t['sklearn_sgdregressor_epoch']:.3g} | {r['sklearn_over_torch']:.3g} |", "",
-             f"**Equivalence after {perf['equivalence_steps']} steps on the same index sequence** "
-             "(relative difference of the final iterates, numpy vs torch)", "",
-             "| clip eps of the numpy run | relative difference |", "|---|---|",
-             f"| 1e-6 (torch's clip coefficient) | {perf['rel_diff_torch']['eps_torch']:.2g} |",
-             f"| 0 (the spec's default) | {perf['rel_diff_torch']['eps_zero']:.2g} |", "",
-             f"Gradient evaluations per step: numpy {perf['grad_evals_per_step']['numpy']:g}, torch "
-             f"{perf['grad_evals_per_step']['torch']:g} (counted by shared.oracles.CallCounter)."]
-    atomic_write_text(out / "performance_table.md", "\n".join(lines) + "\n")
+    timing = pd.DataFrame([
+        ("numpy loop, one dataset", t["numpy_single"], r["numpy_over_torch"]),
+        (f"numpy loop vectorised over {perf['n_vectorised']} runs (per run)", t["numpy_vectorised_per_run"],
+         r["numpy_vectorised_over_torch"]),
+        ("torch.optim.SGD + clip_grad_norm_ (float64, batch 1)", t["torch"], 1.0),
+        ("sklearn SGDRegressor, one epoch (plain SGD, without replacement; reference only)",
+         t["sklearn_sgdregressor_epoch"], r["sklearn_over_torch"]),
+    ], columns=["implementation", "CPU s per 1e4 steps", "ratio to torch"])
+    equivalence = pd.DataFrame([("1e-6 (torch's clip coefficient)", perf["rel_diff_torch"]["eps_torch"]),
+                                ("0 (the spec's default)", perf["rel_diff_torch"]["eps_zero"])],
+                               columns=["clip eps of the numpy run", "relative difference"])
+    path = out / "performance_table.md"
+    timing_text = write_markdown_table(
+        timing, path, floatfmt=".3g",
+        title=f"Clip-SGD, least squares N = {perf['n_samples']}, d = 10: CPU seconds per 1e4 steps (median of "
+              f"{perf['repeats']} repeats, torch timed once; BLAS and torch on one thread; hardware: "
+              f"{hw.get('cpu', 'unknown')}, {hw.get('cores', '?')} cores)").read_text(encoding="utf-8")
+    equivalence_text = write_markdown_table(
+        equivalence, path, floatfmt=".2g",
+        title=f"Equivalence after {perf['equivalence_steps']} steps on the same index sequence (relative "
+              "difference of the final iterates, numpy vs torch)").read_text(encoding="utf-8")
+    note = (f"Gradient evaluations per step: numpy {perf['grad_evals_per_step']['numpy']:g}, torch "
+            f"{perf['grad_evals_per_step']['torch']:g} (counted by shared.oracles.CallCounter).\n")
+    atomic_write_text(path, "\n".join([timing_text, equivalence_text, note]))
 
 
 def make_figures(results_dir, out_dir, scale: str) -> None:

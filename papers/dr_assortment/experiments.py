@@ -580,7 +580,8 @@ def run_bandit(params: dict, ctx: RunContext):
                 "random": ("random", None)}
     rows, per = [], {m: {"robust": [], "shift": [], "nominal": [], "slope": [], "epochs": []} for m in learners}
     with threadpool_limits(1):
-        for seed, rng in enumerate(_rngs(ctx, params["seeds"], "instances")):
+        rngs = _rngs(ctx, params["seeds"], "instances")
+        for seed, rng in ctx.progress(enumerate(rngs), total=len(rngs), what="instances"):
             v, r = random_instance(rng, n_items)
             for name, (objective, lrho) in learners.items():
                 run = run_mnl_bandit(v, r, horizon, ctx.generator("bandit", str(seed)), objective=objective,

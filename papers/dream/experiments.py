@@ -282,28 +282,27 @@ def multidigits(params: dict, ctx: RunContext):
     kw = _md_kwargs(params, drop=("seed", "dirichlet_alpha"))
     rows, bpcr, timings, arrays = [], {}, {}, {}
     acc_runs = {}   # (alpha key, method) -> list over seeds of (mean acc, per-task acc)
-    for a_val in alphas:
+    settings = [(a_val, seed, m) for a_val in alphas for seed in seeds for m in methods]
+    for a_val, seed, m in ctx.progress(settings, total=len(settings), what="alpha x seed x method"):
         ak = _alpha_key(a_val)
-        for seed in seeds:
-            for m in methods:
-                extra = dict(params.get("method_overrides", {}).get(m, {}))
-                algo = extra.pop("method", m)   # a named variant, e.g. {dream_beta0: {method: dream, momentum: 0}}
-                start = time.perf_counter()
-                res = run_multidigits(algo, dirichlet_alpha=_alpha(a_val), seed=seed, **{**kw, **extra})
-                wall = time.perf_counter() - start
-                a = res["test_accuracy"]
-                acc_runs.setdefault((ak, m), []).append((float(a[-last:].mean()), a[-last:].mean(axis=0)))
-                bpcr[m] = res["bytes_per_client_round"]
-                timings.setdefault(m, []).append(res["train_seconds"] / int(kw["rounds"]))
-                if a_val == alphas[0] and seed == seeds[0]:
-                    arrays[f"{m}__round"] = res["round"]
-                    arrays[f"{m}__acc"] = a
-                    arrays[f"{m}__loss"] = res["test_loss"]
-                    arrays[f"{m}__weights"] = res["weights"]
-                for r, row in zip(res["round"], a):
-                    rows.append({"method": m, "seed": seed, "step": int(r), "metric": "test_accuracy_mean",
-                                 "value": float(row.mean()), "dirichlet_alpha": ak})
-                ctx.log(f"alpha {ak} seed {seed} {m}: acc {acc_runs[(ak, m)][-1][0]:.2f} in {wall:.1f} s")
+        extra = dict(params.get("method_overrides", {}).get(m, {}))
+        algo = extra.pop("method", m)   # a named variant, e.g. {dream_beta0: {method: dream, momentum: 0}}
+        start = time.perf_counter()
+        res = run_multidigits(algo, dirichlet_alpha=_alpha(a_val), seed=seed, **{**kw, **extra})
+        wall = time.perf_counter() - start
+        a = res["test_accuracy"]
+        acc_runs.setdefault((ak, m), []).append((float(a[-last:].mean()), a[-last:].mean(axis=0)))
+        bpcr[m] = res["bytes_per_client_round"]
+        timings.setdefault(m, []).append(res["train_seconds"] / int(kw["rounds"]))
+        if a_val == alphas[0] and seed == seeds[0]:
+            arrays[f"{m}__round"] = res["round"]
+            arrays[f"{m}__acc"] = a
+            arrays[f"{m}__loss"] = res["test_loss"]
+            arrays[f"{m}__weights"] = res["weights"]
+        for r, row in zip(res["round"], a):
+            rows.append({"method": m, "seed": seed, "step": int(r), "metric": "test_accuracy_mean",
+                         "value": float(row.mean()), "dirichlet_alpha": ak})
+        ctx.log(f"alpha {ak} seed {seed} {m}: acc {acc_runs[(ak, m)][-1][0]:.2f} in {wall:.1f} s")
     a0 = _alpha_key(alphas[0])
     acc, acc_se, acc_task = {}, {}, {}
     for m in methods:

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import matplotlib.ticker
 import numpy as np
+import pandas as pd
 
 from shared.plotting import main, method_colors, new_figure, save_figure
-from shared.results import atomic_write_text, read_arrays, read_metrics
+from shared.results import read_arrays, read_metrics, write_markdown_table
 
 __all__ = ["make_figures"]
 
@@ -131,20 +132,19 @@ def _qp_table(results: Path, out: Path) -> None:
     met = read_metrics(base / "metrics.json")
     tim = read_metrics(base / "timings.json")
     solvers = ["own", *met["solvers"]]
-    header = ["M x d", *[f"{s} (us/call)" for s in solvers], "own / cvxpy-Clarabel",
-              *[f"max abs weight diff vs own ({s})" for s in met["solvers"]]]
-    lines = [f"**Weight QP: microseconds per call** ({tim['calls']} calls of the own solver, "
+    title = (f"Weight QP: microseconds per call ({tim['calls']} calls of the own solver, "
              f"{tim['calls_external']} of each library"
              + (f" except torchjd ({tim['calls_torchjd']}, Frank-Wolfe to epsilon {met['torchjd']['epsilon']:g})"
                 if tim.get("calls_torchjd") else "")
-             + "; every call starts from C, BLAS on one thread; "
-             f"hardware: {_hardware(base / 'provenance.json')})", "",
-             "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+             + f"; every call starts from C, BLAS on one thread; hardware: {_hardware(base / 'provenance.json')})")
+    rows = []
     for key, t in sorted(tim["us_per_call"].items(), key=lambda kv: tuple(int(v) for v in kv[0].split("x"))):
-        cells = [key.replace("x", " x ")] + [f"{t[s]:.4g}" for s in solvers] + [f"{t['ratio_own_over_clarabel']:.3g}"]
-        cells += [f"{met['max_weight_diff'][key][s]:.2e}" for s in met["solvers"]]
-        lines.append("| " + " | ".join(cells) + " |")
-    atomic_write_text(out / "qp_timing.md", "\n".join(lines) + "\n")
+        row = {"M x d": key.replace("x", " x "), **{f"{s} (us/call)": t[s] for s in solvers},
+               "own / cvxpy-Clarabel": f"{t['ratio_own_over_clarabel']:.3g}"}
+        row.update({f"max abs weight diff vs own ({s})": f"{met['max_weight_diff'][key][s]:.2e}"
+                    for s in met["solvers"]})
+        rows.append(row)
+    write_markdown_table(pd.DataFrame(rows), out / "qp_timing.md", floatfmt=".4g", title=title)
 
 
 def _round_cost(results: Path, out: Path) -> None:
@@ -152,35 +152,31 @@ def _round_cost(results: Path, out: Path) -> None:
     met = read_metrics(base / "metrics.json")
     tim = read_metrics(base / "timings.json")
     cats = sorted({c for v in met["bytes_per_client_round"].values() for c in v})
-    header = ["method", "train wall ms / round", *[f"{c} (B/client/round)" for c in cats], "total up", "total down"]
-    lines = [f"**Cost of one MultiDigits round** (same model, batch and K; {met['rounds']} rounds; bytes as float32 "
-             f"on the wire; hardware: {_hardware(base / 'provenance.json')})", "",
-             "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    rows = []
     for m in [m for m in METHODS if m in met["bytes_per_client_round"]]:
         b = met["bytes_per_client_round"][m]
-        up = sum(v for c, v in b.items() if c.endswith(".up"))
-        down = sum(v for c, v in b.items() if c.endswith(".down"))
-        cells = [LABELS[m], f"{1e3 * tim[m]['train_s_per_round']:.3g}", *[f"{b.get(c, 0):.0f}" for c in cats],
-                 f"{up:.0f}", f"{down:.0f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    atomic_write_text(out / "round_cost.md", "\n".join(lines) + "\n")
+        rows.append({"method": LABELS[m], "train wall ms / round": f"{1e3 * tim[m]['train_s_per_round']:.3g}",
+                     **{f"{c} (B/client/round)": float(b.get(c, 0)) for c in cats},
+                     "total up": float(sum(v for c, v in b.items() if c.endswith(".up"))),
+                     "total down": float(sum(v for c, v in b.items() if c.endswith(".down")))})
+    title = (f"Cost of one MultiDigits round (same model, batch and K; {met['rounds']} rounds; bytes as float32 on the "
+             f"wire; hardware: {_hardware(base / 'provenance.json')})")
+    write_markdown_table(pd.DataFrame(rows), out / "round_cost.md", floatfmt=".0f", title=title)
 
 
 def _grid_table(results: Path, out: Path) -> None:
     met = read_metrics(results / "quadratic_grid" / "metrics.json")
     runs = list(met["runs"])
-    header = ["M x d", *[f"{r} sqrt S(x_T)" for r in runs], *[f"{r} CA distance" for r in runs],
-              "CA ratio DREAM-R / best baseline"]
-    lines = [f"**Heterogeneous quadratics with more objectives and dimensions** (T = {met['rounds']}; sqrt S(x_T) is "
-             "the max over instances for DREAM-R runs and the min for the others; CA distance: mean relative "
-             "distance to the conflict-avoidant direction over the first rounds, mean over instances)", "",
-             "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    rows = []
     for M, d in met["grid"]:
         key = f"{M}x{d}"
-        cells = [f"{M} x {d}", *[f"{met['final_sqrt_s'][key][r]:.3g}" for r in runs],
-                 *[f"{met['ca'][key][r]:.3g}" for r in runs], f"{met['ca_ratio'][key]:.3g}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    atomic_write_text(out / "quadratic_grid.md", "\n".join(lines) + "\n")
+        rows.append({"M x d": f"{M} x {d}", **{f"{r} sqrt S(x_T)": met["final_sqrt_s"][key][r] for r in runs},
+                     **{f"{r} CA distance": met["ca"][key][r] for r in runs},
+                     "CA ratio DREAM-R / best baseline": met["ca_ratio"][key]})
+    title = (f"Heterogeneous quadratics with more objectives and dimensions (T = {met['rounds']}; sqrt S(x_T) is the "
+             "max over instances for DREAM-R runs and the min for the others; CA distance: mean relative distance to "
+             "the conflict-avoidant direction over the first rounds, mean over instances)")
+    write_markdown_table(pd.DataFrame(rows), out / "quadratic_grid.md", floatfmt=".3g", title=title)
 
 
 def _pareto(results: Path, out: Path) -> None:
@@ -202,12 +198,11 @@ def _pareto(results: Path, out: Path) -> None:
 
 def _ablation(results: Path, out: Path) -> None:
     met = read_metrics(results / "ablation" / "metrics.json")
-    lines = [f"**MultiDigits ablations of DREAM-R** (mean-task test accuracy in percent, mean of the last "
-             f"evaluations, mean +- standard error over seeds {met['seeds']})", "",
-             "| variant | accuracy | s.e. |", "|---|---|---|"]
-    for name in met["variants"]:
-        lines.append(f"| {name} | {met['acc'][name]:.2f} | {met['acc_se'][name]:.2f} |")
-    atomic_write_text(out / "ablation.md", "\n".join(lines) + "\n")
+    frame = pd.DataFrame({"variant": met["variants"], "accuracy": [met["acc"][n] for n in met["variants"]],
+                          "s.e.": [met["acc_se"][n] for n in met["variants"]]})
+    title = (f"MultiDigits ablations of DREAM-R (mean-task test accuracy in percent, mean of the last evaluations, "
+             f"mean +- standard error over seeds {met['seeds']})")
+    write_markdown_table(frame, out / "ablation.md", floatfmt=".2f", title=title)
 
 
 def make_figures(results_dir, out_dir, scale: str) -> None:

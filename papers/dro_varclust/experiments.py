@@ -138,7 +138,7 @@ def synthetic_main(params: dict, ctx: RunContext):
     cpu = {m: 0.0 for m in [names[d] for d in dro_methods] + baselines}
     controls = {}
     extra = {"sqrt_delta": {}, "objective": {}, "n_iter": {}}
-    for seed in seeds:
+    for seed in ctx.progress(seeds, total=len(seeds), what="seeds"):
         X, y = _data(params, seed)
         s = dro_radius(X, alpha=alpha, n_sim=n_sim, seed=seed)
         arrays[f"s_{seed}"] = np.array(s)
@@ -479,7 +479,7 @@ def main_probe(params: dict, ctx: RunContext):
     K, alpha, n_sim = int(params["K"]), float(params.get("alpha", 0.05)), int(params.get("n_sim", 1000))
     tol = _tol(params)
     rows, acc, ami, iters, timings, control, plain = [], {}, {}, {}, {}, {}, {}
-    for seed in seeds:
+    for seed in ctx.progress(seeds, total=len(seeds), what="seeds"):
         X, y = _data(params, seed)
         start = time.process_time()
         s = dro_radius(X, alpha=alpha, n_sim=n_sim, seed=seed)
@@ -535,7 +535,7 @@ def rho_init_ablation(params: dict, ctx: RunContext):
         X, y = _data(params, seed)
         data[seed] = (X, y, dro_radius(X, alpha=float(params.get("alpha", 0.05)),
                                        n_sim=int(params.get("n_sim", 1000)), seed=seed))
-    for r in params["rho_inits"]:
+    for r in ctx.progress(params["rho_inits"], total=len(params["rho_inits"]), what="rho_init values"):
         acc, ami = {}, {}
         for seed, (X, y, s) in data.items():
             _, labels = _fit_dro(X, K, s, method, tol, rho_init=float(r))

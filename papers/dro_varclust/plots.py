@@ -193,37 +193,34 @@ def _performance_table(results: Path, out: Path) -> None:
              f"{t['repeats']} "
              f"ADMM runs, {t['cvxpy_repeats']} cvxpy run(s), BLAS on one thread; hardware: {hw.get('cpu', 'unknown')}, "
              f"{hw.get('cores', '?')} cores)")
-    write_markdown_table(frame, out / "performance_table.md", title=title)
+    path = out / "performance_table.md"
+    parts = [write_markdown_table(frame, path, title=title).read_text(encoding="utf-8")]
     probe = results / "main_probe"
     if (probe / "timings.json").exists():
         t, m = read_metrics(probe / "timings.json"), read_metrics(probe / "metrics.json")
         c = m["config"]
         where = "the paper's main configuration" if m["main_config"] else "a configuration other than the paper's"
-        lines = [f"\nOne cold solve at (n, p, K) = ({c['n']}, {c['p']}, {c['K']}), {where}; ADMM (ours, abs_tol "
-                 f"{m['abs_tol']:g}, rel_tol {m['rel_tol']:g}), BLAS on one thread, CPU seconds (the unit of the "
-                 "projected full run):\n",
-                 "| seed | radius s | ADMM s | iterations | ms per iteration | accuracy (ours) | accuracy (release) |",
-                 "|---|---|---|---|---|---|---|"]
         published = m["published_by_seed"] or [None] * len(m["seeds"])
-        for seed, acc, pub in zip(m["seeds"], m["acc_by_seed"], published):
-            v = t[str(seed)]
-            lines.append(f"| {seed} | {v['radius_cpu_s']:.3g} | {v['admm_cpu_s']:.3g} | {m['n_iter'][str(seed)]} | "
-                         f"{1000 * v['admm_cpu_s_per_iteration']:.3g} | {acc:.3f} | "
-                         f"{'n/a' if pub is None else pub} |")
+        cold = pd.DataFrame([{"seed": seed, "radius s": f"{t[str(seed)]['radius_cpu_s']:.3g}",
+                              "ADMM s": f"{t[str(seed)]['admm_cpu_s']:.3g}", "iterations": m["n_iter"][str(seed)],
+                              "ms per iteration": f"{1000 * t[str(seed)]['admm_cpu_s_per_iteration']:.3g}",
+                              "accuracy (ours)": f"{acc:.3f}", "accuracy (release)": "n/a" if pub is None else str(pub)}
+                             for seed, acc, pub in zip(m["seeds"], m["acc_by_seed"], published)])
+        parts += [f"One cold solve at (n, p, K) = ({c['n']}, {c['p']}, {c['K']}), {where}; ADMM (ours, abs_tol "
+                  f"{m['abs_tol']:g}, rel_tol {m['rel_tol']:g}), BLAS on one thread, CPU seconds (the unit of the "
+                  "projected full run):\n", write_markdown_table(cold, path).read_text(encoding="utf-8")]
         if m.get("plain_admm"):
-            lines += ["\nThe same solve by the former default (plain ADMM without Anderson acceleration, abs_tol 1e-7, "
-                      "rel_tol 1e-6), CPU seconds:\n",
-                      "| seed | plain ADMM s | iterations | ms per iteration | speed-up (plain / accelerated) | "
-                      "rel. objective difference (accelerated - plain) | max abs B difference | accuracy (plain) |",
-                      "|---|---|---|---|---|---|---|---|"]
-            for seed in m["seeds"]:
-                v, q = t[str(seed)], m["plain_admm"][str(seed)]
-                lines.append(f"| {seed} | {v['plain_admm_cpu_s']:.3g} | {q['n_iter']} | "
-                             f"{1000 * v['plain_admm_cpu_s_per_iteration']:.3g} | "
-                             f"{v['speedup_plain_over_anderson']:.3g} | {q['rel_obj_diff']:.2g} | "
-                             f"{q['max_abs_B_diff']:.2g} | {q['accuracy']:.3f} |")
-        path = out / "performance_table.md"
-        atomic_write_text(path, path.read_text(encoding="utf-8") + "\n".join(lines) + "\n")
+            plain = pd.DataFrame([{
+                "seed": seed, "plain ADMM s": f"{t[str(seed)]['plain_admm_cpu_s']:.3g}",
+                "iterations": m["plain_admm"][str(seed)]["n_iter"],
+                "ms per iteration": f"{1000 * t[str(seed)]['plain_admm_cpu_s_per_iteration']:.3g}",
+                "speed-up (plain / accelerated)": f"{t[str(seed)]['speedup_plain_over_anderson']:.3g}",
+                "rel. objective difference (accelerated - plain)": f"{m['plain_admm'][str(seed)]['rel_obj_diff']:.2g}",
+                "max abs B difference": f"{m['plain_admm'][str(seed)]['max_abs_B_diff']:.2g}",
+                "accuracy (plain)": f"{m['plain_admm'][str(seed)]['accuracy']:.3f}"} for seed in m["seeds"]])
+            parts += ["The same solve by the former default (plain ADMM without Anderson acceleration, abs_tol 1e-7, "
+                      "rel_tol 1e-6), CPU seconds:\n", write_markdown_table(plain, path).read_text(encoding="utf-8")]
+    atomic_write_text(path, "\n".join(parts))
 
 
 def _digits_table(results: Path, out: Path) -> None:

@@ -220,7 +220,8 @@ def stochastic(params: dict, ctx: RunContext):
         if inst == params.get("main", inst):
             configs += [(k_main, sigma, anchor, "linear") for sigma in minibatch_sigmas for anchor in (True, False)]
         res = out.setdefault(inst, {})
-        for kappa, sigma, anchor, minibatch in configs:
+        for kappa, sigma, anchor, minibatch in ctx.progress(configs, total=len(configs),
+                                                            what=f"{inst}: kappa x sigma x variant"):
             problem = with_state_dependent_noise(base, sigma=sigma, kappa=kappa)
             variant = ("anchor" if anchor else "noanchor") + ("_minibatch" if minibatch == "linear" else "")
             rng = seeding.generator(ctx.seed, ctx.name, inst, f"k{_key(kappa)}", f"s{_key(sigma)}", variant)

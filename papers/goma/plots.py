@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from shared.plotting import main, method_colors, new_figure, plot_band, save_figure
-from shared.results import atomic_write_text, read_arrays, read_metrics
+from shared.results import atomic_write_text, read_arrays, read_metrics, write_markdown_table
 
 from papers.goma.methods import STOCHASTIC_METHODS
 
@@ -69,21 +69,20 @@ def _envelope_table(results: Path, out: Path) -> None:
     methods = [m for m in DETERMINISTIC_METHODS if m in metrics["envelope"]["max"]]
     rows = [{"run": run, **{LABELS[m]: values.get(m, float("nan")) for m in methods}} for run, values in runs.items()]
     rows.append({"run": "max", **{LABELS[m]: metrics["envelope"]["max"][m] for m in methods}})
-    frame = pd.DataFrame(rows)
-    lines = ["**Envelope E = max_k k^2 ||F(z_k)||^2 / (L^2 ||z_0 - z*||^2), per instance and seed "
-             f"(K = {metrics['K']})**", "",
-             "| " + " | ".join(frame.columns) + " |", "|" + "|".join("---" for _ in frame.columns) + "|"]
-    for row in frame.itertuples(index=False):
-        lines.append("| " + " | ".join(str(row[0]) if i == 0 else f"{v:.4g}" for i, v in enumerate(row)) + " |")
-    lines += ["", "Published bounds: FEG E <= 4 (Lee & Kim 2021); EAG-C E <= 256 (Yoon & Ryu 2021)."]
+    path = out / "envelope_table.md"
+    envelope = write_markdown_table(pd.DataFrame(rows), path, floatfmt=".4g",
+                                    title="Envelope E = max_k k^2 ||F(z_k)||^2 / (L^2 ||z_0 - z*||^2), per instance "
+                                          f"and seed (K = {metrics['K']})").read_text(encoding="utf-8")
     thm = metrics["theorem1"]
     tm = [m for m in list(DETERMINISTIC_METHODS) + ["goma_t1_bigstep"] if m in thm["max"]]
-    lines += ["", "**Theorem 1 ratio max_k (k+6)^2 ||F(z_k)||^2 / (L^2 ||z_0 - z*||^2)** (Theorem 1: <= 264 for "
-              "GOMA (Thm 1); the other columns are for comparison)", "",
-              "| run | " + " | ".join(LABELS[m] for m in tm) + " |", "|---|" + "|".join("---" for _ in tm) + "|"]
-    for run, values in list(thm["runs"].items()) + [("max", thm["max"])]:
-        lines.append(f"| {run} | " + " | ".join(f"{values[m]:.4g}" for m in tm) + " |")
-    atomic_write_text(out / "envelope_table.md", "\n".join(lines) + "\n")
+    theorem1 = pd.DataFrame([{"run": run, **{LABELS[m]: values[m] for m in tm}}
+                             for run, values in list(thm["runs"].items()) + [("max", thm["max"])]])
+    theorem1_text = write_markdown_table(
+        theorem1, path, floatfmt=".4g",
+        title="Theorem 1 ratio max_k (k+6)^2 ||F(z_k)||^2 / (L^2 ||z_0 - z*||^2) (Theorem 1: <= 264 for GOMA (Thm 1); "
+              "the other columns are for comparison)").read_text(encoding="utf-8")
+    atomic_write_text(path, "\n".join([envelope, "Published bounds: FEG E <= 4 (Lee & Kim 2021); EAG-C E <= 256 "
+                                              "(Yoon & Ryu 2021).\n", theorem1_text]))
 
 
 def _stochastic_figure(results: Path, out: Path) -> None:
@@ -136,30 +135,34 @@ def plt_color(shade: float, variant: str):
 def _stochastic_table(results: Path, out: Path) -> None:
     """Per instance, kappa and sigma: mean slope, E||F(x_K)||^2 and the Theorem-4 ratio, with and without the anchor."""
     metrics = read_metrics(results / "stochastic" / "metrics.json")
-    lines = [f"**Theorem 4's method under state-dependent noise** (K = {metrics['K']}, {metrics['seeds']} seeds; "
-             "mean over seeds; ratio = E||F(x_K)||^2 sqrt(K+1) / (1570 L^2 kappa R^2 + 8 sigma^2 / kappa))", "",
-             "| instance | kappa | sigma | variant | slope | E F(x_K)^2 | Thm 4 ratio | max E dist / R^2 | "
-             "final / max E dist |", "|---|---|---|---|---|---|---|---|---|"]
+    rows = []
     for inst, by_kappa in metrics["t4"].items():
         for kkey, by_sigma in by_kappa.items():
             if kkey == "baselines":
                 continue
             for skey, by_variant in by_sigma.items():
-                for variant, st in by_variant.items():
-                    lines.append(f"| {inst} | {kkey[1:].replace('p', '.')} | {skey[1:].replace('p', '.')} | {variant} | "
-                                 f"{np.mean(st['slope_per_seed']):.3f} | {np.mean(st['final_h_per_seed']):.3g} | "
-                                 f"{np.mean(st['bound_ratio_per_seed']):.3g} | "
-                                 f"{np.mean(st['max_dist_ratio_per_seed']):.3g} | "
-                                 f"{np.mean(st['return_ratio_per_seed']):.3g} |")
+                rows += [{"instance": inst, "kappa": kkey[1:].replace("p", "."), "sigma": skey[1:].replace("p", "."),
+                          "variant": variant, "slope": f"{np.mean(st['slope_per_seed']):.3f}",
+                          "E F(x_K)^2": np.mean(st["final_h_per_seed"]),
+                          "Thm 4 ratio": np.mean(st["bound_ratio_per_seed"]),
+                          "max E dist / R^2": np.mean(st["max_dist_ratio_per_seed"]),
+                          "final / max E dist": np.mean(st["return_ratio_per_seed"])}
+                         for variant, st in by_variant.items()]
+    path = out / "stochastic_table.md"
+    title = (f"Theorem 4's method under state-dependent noise (K = {metrics['K']}, {metrics['seeds']} seeds; mean over "
+             "seeds; ratio = E||F(x_K)||^2 sqrt(K+1) / (1570 L^2 kappa R^2 + 8 sigma^2 / kappa))")
     claims = metrics["claims"]
-    lines += ["", f"Noise-dominated ratio (E||F(x_K)||^2 at the largest sigma over sigma = 0, anchored): "
-              + ", ".join(f"kappa {k[1:].replace('p', '.')}: {v:.3g}" for k, v in claims["noise_dominated_ratio_by_kappa"].items())]
+    parts = [write_markdown_table(pd.DataFrame(rows), path, floatfmt=".3g", title=title).read_text(encoding="utf-8"),
+             "Noise-dominated ratio (E||F(x_K)||^2 at the largest sigma over sigma = 0, anchored): "
+             + ", ".join(f"kappa {k[1:].replace('p', '.')}: {v:.3g}"
+                         for k, v in claims["noise_dominated_ratio_by_kappa"].items()) + "\n"]
     base = metrics["t4"][metrics["main"]].get("baselines", {})
     if base:
-        lines += ["", "Baselines at the largest sigma, kappa = 1 (steps eta0/(L sqrt(k+1)); DSEG k^-1/3 and k^-2/3):", "",
-                  "| method | slope | E F(x_K)^2 |", "|---|---|---|"]
-        lines += [f"| {LABELS[m]} | {v['slope']:.3f} | {v['final_h']:.3g} |" for m, v in base.items()]
-    atomic_write_text(out / "stochastic_table.md", "\n".join(lines) + "\n")
+        baselines = pd.DataFrame([{"method": LABELS[m], "slope": f"{v['slope']:.3f}", "E F(x_K)^2": v["final_h"]}
+                                  for m, v in base.items()])
+        parts += ["Baselines at the largest sigma, kappa = 1 (steps eta0/(L sqrt(k+1)); DSEG k^-1/3 and k^-2/3):\n",
+                  write_markdown_table(baselines, path, floatfmt=".3g").read_text(encoding="utf-8")]
+    atomic_write_text(path, "\n".join(parts))
 
 
 def _pep_figure(results: Path, out: Path) -> None:
@@ -210,43 +213,42 @@ def _performance_table(results: Path, out: Path) -> None:
     perf = read_metrics(base / "metrics.json")["performance"]
     timings = read_metrics(base / "timings.json")
     hardware = read_metrics(base / "provenance.json").get("hardware", {})
-    lines = [f"**Time and oracle calls to reach h_k <= eps h_0** (median of {perf['repeats']} repeats, BLAS "
-             f"pinned to one thread; hardware: {hardware.get('cpu', 'unknown')}, {hardware.get('cores', '?')} "
-             "cores; times are the bare method loop for the calls shown, without monitoring)", ""]
+    title = (f"Time and oracle calls to reach h_k <= eps h_0 (median of {perf['repeats']} repeats, BLAS pinned to one "
+             f"thread; hardware: {hardware.get('cpu', 'unknown')}, {hardware.get('cores', '?')} cores; times are the "
+             "bare method loop for the calls shown, without monitoring)")
     eps_keys = None
+    rows = []
     for inst, by_method in perf["calls_to_eps"].items():
         eps_keys = eps_keys or list(next(iter(by_method.values())))
-        header = ["instance (call budget)", "method"] + [c for k in eps_keys
-                                                        for c in (f"calls to {k[3:]}", f"ms to {k[3:]}")]
-        if not lines[-1].startswith("|"):
-            lines += ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
         for method in [m for m in DETERMINISTIC_METHODS if m in by_method]:
-            calls = by_method[method]
-            cells = [f"{inst} ({perf['max_calls'][inst]})", LABELS[method]]
+            row = {"instance (call budget)": f"{inst} ({perf['max_calls'][inst]})", "method": LABELS[method]}
             for k in eps_keys:
                 t = timings[inst][method].get(k)
-                cells += [_fmt_calls(calls[k]), "-" if t is None else f"{1e3 * t:.3g}"]
-            lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "**Ratios**", "", "| ratio | instance | value |", "|---|---|---|"]
+                row[f"calls to {k[3:]}"] = _fmt_calls(by_method[method][k])
+                row[f"ms to {k[3:]}"] = "-" if t is None else 1e3 * t
+            rows.append(row)
+    ratios = []
     per = perf["per_calls"]
     for inst, t in timings.items():
         goma_t, eg_t = t.get(f"time_per_{per}_calls_goma_t1"), t.get(f"time_per_{per}_calls_eg")
         if goma_t and eg_t:
-            lines.append(f"| time per {per} calls, GOMA / EG | {inst} | {goma_t / eg_t:.3g} |")
-    for inst, ratios in perf["ratios"].items():
-        for key, value in ratios.items():
-            other = "EAG-C" if "eag_c" in key else "FEG"
-            lines.append(f"| calls to {key.rsplit('eps', 1)[1]}, GOMA / {other} | {inst} | {value:.3g} |")
+            ratios.append((f"time per {per} calls, GOMA / EG", inst, goma_t / eg_t))
+    for inst, by_key in perf["ratios"].items():
+        ratios += [(f"calls to {key.rsplit('eps', 1)[1]}, GOMA / {'EAG-C' if 'eag_c' in key else 'FEG'}", inst, value)
+                   for key, value in by_key.items()]
     for inst, t in timings.items():
         smallest = eps_keys[-1] if eps_keys else None
         goma_time = t.get("goma_t1", {}).get(smallest) if smallest else None
         if goma_time is not None and t.get("direct_solve"):
-            lines.append(f"| GOMA time to {smallest[3:]} / np.linalg.solve for z* | {inst} | "
-                         f"{goma_time / t['direct_solve']:.3g} |")
-    for inst, t in timings.items():
-        if t.get("direct_solve"):
-            lines.append(f"| np.linalg.solve time for z* (ms) | {inst} | {1e3 * t['direct_solve']:.3g} |")
-    atomic_write_text(out / "performance_table.md", "\n".join(lines) + "\n")
+            ratios.append((f"GOMA time to {smallest[3:]} / np.linalg.solve for z*", inst,
+                           goma_time / t["direct_solve"]))
+    ratios += [("np.linalg.solve time for z* (ms)", inst, 1e3 * t["direct_solve"])
+               for inst, t in timings.items() if t.get("direct_solve")]
+    path = out / "performance_table.md"
+    calls = write_markdown_table(pd.DataFrame(rows), path, floatfmt=".3g", title=title).read_text(encoding="utf-8")
+    ratio_text = write_markdown_table(pd.DataFrame(ratios, columns=["ratio", "instance", "value"]), path,
+                                      floatfmt=".3g", title="Ratios").read_text(encoding="utf-8")
+    atomic_write_text(path, calls + "\n" + ratio_text)
 
 
 def make_figures(results_dir, out_dir, scale: str) -> None:

@@ -203,7 +203,7 @@ def digits(params: dict, ctx: RunContext):
     ctx.log(f"pretrained MLP {hidden}: pool accuracy {pool_acc:.3f}")
     n_tr, n_te = int(params["n_train"]), int(params["n_test"])
     rows, runs, by_group = [], {}, {}
-    for seed in params["seeds"]:
+    for seed in ctx.progress(params["seeds"], total=len(params["seeds"]), what="seeds"):
         idx = D.sample_words(len(y_pool), n_tr, n_te, ctx.generator("subset", str(seed)))
         imgs, labels = x_pool[idx], np.where(y_pool[idx] % 2 == 0, 1.0, -1.0)
         for alpha in params["alphas"]:
@@ -337,7 +337,7 @@ def bound(params: dict, ctx: RunContext):
     n_tr, n_te = int(params["n_train"]), int(params["n_test"])
     eps = 1e-8
     rows, cells = [], {}
-    for seed in seeds:
+    for seed in ctx.progress(seeds, total=len(seeds), what="seeds"):
         idx = D.sample_words(len(y_pool), n_tr, n_te, ctx.generator("subset", str(seed)))
         imgs, labels = x_pool[idx], np.where(y_pool[idx] % 2 == 0, 1.0, -1.0)
         y = labels[:n_tr]
@@ -468,7 +468,7 @@ def minilm(params: dict, ctx: RunContext):
     n_tr, n_te = int(params["n_train"]), int(params["n_test"])
     rows, runs, by_group, mb_by_group = [], {}, {}, {}
     recon_err = 0.0
-    for seed in params["seeds"]:
+    for seed in ctx.progress(params["seeds"], total=len(params["seeds"]), what="seeds"):
         idx = D.sample_words(len(words), n_tr, n_te, ctx.generator("words", str(seed)))
         ws = [words[i] for i in idx]
         a, mask, hidden = minilm_features(tokenizer, encoder, ws)
@@ -758,7 +758,7 @@ def performance(params: dict, ctx: RunContext):
     xd = torch.as_tensor(x_pool[:int(params["digits_n"])].reshape(-1, 64), dtype=torch.float32)
     cases["digits"] = (DigitsFineTune(pre, seed=0), (xd,), lambda m: m(xd))
     timings, agree = {}, {}
-    for name, (model, inputs, fwd) in cases.items():
+    for name, (model, inputs, fwd) in ctx.progress(cases.items(), total=len(cases), what="models"):
         np_inputs = tuple(t.numpy() for t in inputs)
         t_loop, K_loop = _time(lambda: (lambda J: J @ J.T)(per_example_jacobian(model, np_inputs, method="loop")),
                                repeats)

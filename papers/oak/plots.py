@@ -7,9 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from shared.plotting import main, method_colors, new_figure, plot_band, save_figure
-from shared.results import atomic_write_text, read_arrays, read_metrics, read_tidy
+from shared.results import atomic_write_text, read_arrays, read_metrics, read_tidy, write_markdown_table
 
 from papers.oak.testbed import CLIP, METHODS
 
@@ -184,32 +185,35 @@ def _scatter(results: Path, out: Path) -> None:
 
 
 def _table_accuracy(results: Path, out: Path) -> None:
-    lines = ["**Test accuracy at T_max (median over seeds)**", "",
-             "| testbed | task / group | FT | OAK-E1 | eNTK oracle lr | converged OAK-E1 regression (best lam) | "
-             "linear probe |", "|---|---|---|---|---|---|---|"]
-    mb_lines = []
+    rows, minibatch_rows = [], []
     for name in ("digits", "minilm", "minilm_encoder"):
         m = _load(results, name)
         if m is None:
             continue
         label = name if name != "minilm_encoder" else f"full encoder ({m['encoder']}, p = {m['p']})"
-        for group, g in m["groups"].items():
-            a = g["acc"]
-            lines.append(f"| {label} | {group} | {a['ft']:.3f} | {a['oak_e1']:.3f} | {a['ntk_oracle']:.3f} | "
-                         f"{a['krr_best']:.3f} | {g['probe_acc']:.3f} |")
+        rows += [{"testbed": label, "task / group": group, "FT": g["acc"]["ft"], "OAK-E1": g["acc"]["oak_e1"],
+                  "eNTK oracle lr": g["acc"]["ntk_oracle"],
+                  "converged OAK-E1 regression (best lam)": g["acc"]["krr_best"], "linear probe": g["probe_acc"]}
+                 for group, g in m["groups"].items()]
         for group, g in m.get("minibatch", {}).items():
             r = g["relerr"]
             ts = sorted(r["oak_e1"], key=lambda k: int(k[1:]))
-            mb_lines.append(f"| {label} | {group} | " + " | ".join(
-                f"{r[k][t]:.3g}" for t in ts for k in ("oak_e1", "oak_e2", "oak_e3", "ntk_oracle")) +
-                f" | {g['agreement_T_max']:.3f} |")
-    if mb_lines:
-        lines += ["", "**Mini-batch Adam runs: median test relerr vs fine-tuning at T = 1 and T_max** "
-                  "(E2 uses the mini-batch formula)", "",
-                  "| testbed | group | E1 T1 | E2 T1 | E3 T1 | eNTK oracle T1 | E1 T_max | E2 T_max | E3 T_max | "
-                  "eNTK oracle T_max | agreement E1 T_max |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-        lines += mb_lines
-    atomic_write_text(out / "table_accuracy.md", "\n".join(lines) + "\n")
+            minibatch_rows.append({"testbed": label, "group": group,
+                                   **{f"{name} {when}": r[k][t] for when, t in zip(("T1", "T_max"), ts)
+                                      for k, name in (("oak_e1", "E1"), ("oak_e2", "E2"), ("oak_e3", "E3"),
+                                                      ("ntk_oracle", "eNTK oracle"))},
+                                   "agreement E1 T_max": f"{g['agreement_T_max']:.3f}"})
+    path = out / "table_accuracy.md"
+    columns = ["testbed", "task / group", "FT", "OAK-E1", "eNTK oracle lr", "converged OAK-E1 regression (best lam)",
+               "linear probe"]
+    text = write_markdown_table(pd.DataFrame(rows, columns=columns), path, floatfmt=".3f",
+                                title="Test accuracy at T_max (median over seeds)").read_text(encoding="utf-8")
+    if minibatch_rows:
+        text += "\n" + write_markdown_table(
+            pd.DataFrame(minibatch_rows), path, floatfmt=".3g",
+            title="Mini-batch Adam runs: median test relerr vs fine-tuning at T = 1 and T_max (E2 uses the mini-batch "
+                  "formula)").read_text(encoding="utf-8")
+    atomic_write_text(path, text)
 
 
 def _table_perf(results: Path, out: Path) -> None:
@@ -217,23 +221,24 @@ def _table_perf(results: Path, out: Path) -> None:
     timings = read_metrics(base / "timings.json")
     perf = read_metrics(base / "metrics.json")["performance"]
     hw = read_metrics(base / "provenance.json").get("hardware", {})
-    lines = [f"**Empirical NTK three ways, and OAK prediction vs fine-tuning** (hardware: {hw.get('cpu', 'unknown')}, "
-             f"{hw.get('cores', '?')} cores, torch pinned to one thread; CPU seconds of the process, median of {perf['repeats']})", "",
-             "| model | n | p | (i) loop s | (ii) vmap+jacrev s | (iii) NTK-vector products s | (ii) speed-up vs (i) | "
-             "(iii) speed-up vs (i) | max rel. diff (ii),(iii) vs (i) | OAK predict s | fine-tune s | OAK / FT |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for name, t in timings.items():
-        ag = perf["agreement"][name]
-        lines.append(f"| {name} | {t['n']} | {t['p']} | {t['loop_s']:.3g} | {t['vmap_s']:.3g} | {t['ntvp_s']:.3g} | "
-                     f"{t['speedup_vmap']:.3g} | {t['speedup_ntvp']:.3g} | "
-                     f"{max(ag['vmap_vs_loop'], ag['ntvp_vs_loop']):.1e} | {t['oak_predict_s']:.3g} | "
-                     f"{t['finetune_s']:.3g} | {t['oak_over_ft']:.3g} |")
-    lines += ["", f"OAK predict = Jacobian + kernel + {next(iter(timings.values()))['T']} function-space steps; "
-              "fine-tune = the same number of full-batch Adam steps.", "",
-              "The specification's prototype reported (ii) about 20x faster than (i). The measured ratio is the column "
-              "'(ii) speed-up vs (i)' (every way timed as the median of the repeats, in one process): the 20x anchor "
-              "is not met here."]
-    atomic_write_text(out / "table_perf.md", "\n".join(lines) + "\n")
+    rows = [{"model": name, "n": t["n"], "p": t["p"], "(i) loop s": t["loop_s"], "(ii) vmap+jacrev s": t["vmap_s"],
+             "(iii) NTK-vector products s": t["ntvp_s"], "(ii) speed-up vs (i)": t["speedup_vmap"],
+             "(iii) speed-up vs (i)": t["speedup_ntvp"],
+             "max rel. diff (ii),(iii) vs (i)":
+                 f"{max(perf['agreement'][name]['vmap_vs_loop'], perf['agreement'][name]['ntvp_vs_loop']):.1e}",
+             "OAK predict s": t["oak_predict_s"], "fine-tune s": t["finetune_s"], "OAK / FT": t["oak_over_ft"]}
+            for name, t in timings.items()]
+    title = (f"Empirical NTK three ways, and OAK prediction vs fine-tuning (hardware: {hw.get('cpu', 'unknown')}, "
+             f"{hw.get('cores', '?')} cores, torch pinned to one thread; CPU seconds of the process, median of "
+             f"{perf['repeats']})")
+    path = out / "table_perf.md"
+    table = write_markdown_table(pd.DataFrame(rows), path, floatfmt=".3g", title=title).read_text(encoding="utf-8")
+    notes = (f"OAK predict = Jacobian + kernel + {next(iter(timings.values()))['T']} function-space steps; fine-tune = "
+             "the same number of full-batch Adam steps.\n\n"
+             "The specification's prototype reported (ii) about 20x faster than (i). The measured ratio is the column "
+             "'(ii) speed-up vs (i)' (every way timed as the median of the repeats, in one process): the 20x anchor "
+             "is not met here.\n")
+    atomic_write_text(path, table + "\n" + notes)
 
 
 def make_figures(results_dir, out_dir, scale: str) -> None:

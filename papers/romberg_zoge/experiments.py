@@ -515,7 +515,7 @@ def prompt(params: dict, ctx: RunContext):
     z0 = np.zeros(problem.dim)
     rows, acc, arrays, per_seed = [], {}, {}, {}
     base_acc = float(problem.accuracy(z0)[0])
-    for spec in params["methods"]:
+    for spec in ctx.progress(params["methods"], total=len(params["methods"]), what="methods"):
         name, method, level = spec["name"], spec["method"], int(spec.get("level", 0))
         for r in radii:
             last, avg, curves = [], [], []

@@ -27,14 +27,14 @@ def _color(name: str) -> str:
 
 
 def _weights(metrics: dict, out: Path) -> None:
-    lines = ["**Romberg weights** (w_k for radii r/2^k; kappa_R = sum_k w_k^2 4^k; rho_R = sum_k w_k 4^(-k(R+1)))", "",
-             "| R | weights (exact) | weights (float64) | sum abs(w) | kappa_R | rho_R | evaluations per direction |",
-             "|---|---|---|---|---|---|---|"]
-    for key, row in metrics["weights"].items():
-        lines.append(f"| {key[1:]} | {', '.join(row['weights_exact'])} | "
-                     f"{', '.join(format(w, '.6g') for w in row['weights'])} | {row['sum_abs']:.6g} | "
-                     f"{row['kappa']:.6g} | {row['rho']:.6g} | {row['evaluations_per_direction']} |")
-    atomic_write_text(out / "weights.md", "\n".join(lines) + "\n")
+    frame = pd.DataFrame([{"R": key[1:], "weights (exact)": ", ".join(row["weights_exact"]),
+                           "weights (float64)": ", ".join(format(w, ".6g") for w in row["weights"]),
+                           "sum abs(w)": row["sum_abs"], "kappa_R": row["kappa"], "rho_R": row["rho"],
+                           "evaluations per direction": str(row["evaluations_per_direction"])}
+                          for key, row in metrics["weights"].items()])
+    write_markdown_table(frame, out / "weights.md", floatfmt=".6g",
+                         title="Romberg weights (w_k for radii r/2^k; kappa_R = sum_k w_k^2 4^k; rho_R = sum_k w_k "
+                               "4^(-k(R+1)))")
 
 
 def _bias(metrics: dict, out: Path) -> None:
@@ -174,20 +174,22 @@ def _benchmarks(results: Path, out: Path) -> None:
 
 def _prompt_float16(results: Path, out: Path) -> None:
     f16 = read_metrics(results / "prompt" / "metrics.json")["float16"]
-    lines = ["**Prompt tuning with a float16 forward pass**", "",
-             f"Rounding error of sum_k w_k D(h_k) (float16 minus float32, one minibatch, z = 0); independent "
-             f"rounding errors predict std(R1) / std(R0) = sqrt(kappa_1) = {f16['sqrt_kappa1']:.4g}:", "",
-             "| radius | std R0 | std R1 | ratio R1 / R0 | ratio / sqrt(kappa_1) |", "|---|---|---|---|---|"]
-    for key, row in f16["rounding"].items():
-        lines.append(f"| {key[1:]} | {row['std_R0']:.3g} | {row['std_R1']:.3g} | {row['ratio_R1_over_R0']:.3g} | "
-                     f"{row['ratio_over_sqrt_kappa1']:.3g} |")
-    lines += ["", f"ZO-SGD ({f16['iterations']} steps, seeds {f16['seeds']}, same minibatches and directions): "
-              "target-test accuracy (%) of the last iterate, evaluated in float32:", "",
-              "| method | radius | float16 | float32 | difference |", "|---|---|---|---|---|"]
-    for name, by_r in f16["zo_sgd"].items():
-        for key, row in by_r.items():
-            lines.append(f"| {name} | {key[1:]} | {row['float16']:.1f} | {row['float32']:.1f} | {row['diff']:+.2f} |")
-    atomic_write_text(out / "prompt_float16.md", "\n".join(lines) + "\n")
+    rounding = pd.DataFrame([{"radius": key[1:], "std R0": row["std_R0"], "std R1": row["std_R1"],
+                              "ratio R1 / R0": row["ratio_R1_over_R0"],
+                              "ratio / sqrt(kappa_1)": row["ratio_over_sqrt_kappa1"]}
+                             for key, row in f16["rounding"].items()])
+    zo_sgd = pd.DataFrame([{"method": name, "radius": key[1:], "float16": f"{row['float16']:.1f}",
+                            "float32": f"{row['float32']:.1f}", "difference": f"{row['diff']:+.2f}"}
+                           for name, by_r in f16["zo_sgd"].items() for key, row in by_r.items()])
+    path = out / "prompt_float16.md"
+    atomic_write_text(path, "\n".join([
+        "**Prompt tuning with a float16 forward pass**\n",
+        f"Rounding error of sum_k w_k D(h_k) (float16 minus float32, one minibatch, z = 0); independent rounding "
+        f"errors predict std(R1) / std(R0) = sqrt(kappa_1) = {f16['sqrt_kappa1']:.4g}:\n",
+        write_markdown_table(rounding, path, floatfmt=".3g").read_text(encoding="utf-8"),
+        f"ZO-SGD ({f16['iterations']} steps, seeds {f16['seeds']}, same minibatches and directions): target-test "
+        "accuracy (%) of the last iterate, evaluated in float32:\n",
+        write_markdown_table(zo_sgd, path).read_text(encoding="utf-8")]))
 
 
 def _performance(results: Path, out: Path) -> None:
@@ -195,37 +197,36 @@ def _performance(results: Path, out: Path) -> None:
     timings = read_metrics(results / "performance" / "timings.json")
     hw = timings["hardware"]
     tg = timings["gradient"]
-    lines = [f"**Performance** (CPU: {hw.get('cpu', 'unknown')}, {hw.get('cores', '?')} cores, BLAS pinned to one "
-             f"thread; median of {perf['repeats']} wall-clock timings)", "",
-             "Gradient of the logistic test function (d = 20) at x0:", "",
-             "| method | evaluations | relative error | time per gradient (ms) |", "|---|---|---|---|"]
-    for name, entry in perf["gradient"].items():
-        t = tg.get(name)
-        lines.append(f"| {name} | {entry['evaluations']} | {entry['rel_error']:.3g} | "
-                     f"{'-' if t is None else format(1e3 * t, '.3g')} |")
+    gradient = [{"method": name, "evaluations": str(entry["evaluations"]), "relative error": entry["rel_error"],
+                 "time per gradient (ms)": "-" if tg.get(name) is None else 1e3 * tg[name]}
+                for name, entry in perf["gradient"].items()]
     looped = [k for k in tg if k.endswith("_looped")][0]
-    lines.append(f"| {looped} (one Python call per point) | same | same | {1e3 * tg[looped]:.3g} |")
+    gradient.append({"method": f"{looped} (one Python call per point)", "evaluations": "same",
+                     "relative error": "same", "time per gradient (ms)": 1e3 * tg[looped]})
+    ris, tr, pr, tp = perf["ris"], timings["ris"], perf["prompt"], timings["prompt"]
+    budget = pd.DataFrame([
+        ("RIS rate gap (%)", str(ris["budget"]), 100 * ris["romberg_R1_rel_gap"], 100 * ris["cma_rel_gap"],
+         100 * ris["nevergrad_rel_gap"], tr["romberg_R1"], tr["cma"], tr["nevergrad"], tr["cma_over_romberg"],
+         tr["nevergrad_over_romberg"]),
+        ("prompt test accuracy (%)", str(pr["budget"]), pr["romberg_R1_accuracy"], pr["cma_accuracy"],
+         pr["nevergrad_accuracy"], tp["romberg_R1"], tp["cma"], tp["nevergrad"], tp["cma_over_romberg"],
+         tp["nevergrad_over_romberg"]),
+    ], columns=["task", "budget", "ZO-SGD Romberg R=1", "CMA-ES", "nevergrad", "ZO-SGD time (s)", "CMA-ES time (s)",
+                "nevergrad time (s)", "time ratio CMA / ZO", "time ratio nevergrad / ZO"])
     r = timings["ratios"]
-    lines += ["", f"Time ratios: numdifftools / Romberg = {r['numdifftools_over_romberg']:.3g}; approx_fprime / "
-              f"Romberg = {r['approx_fprime_over_romberg']:.3g}; looped / batched evaluation = "
-              f"{r['looped_over_batched']:.3g}. Romberg-ZOGE's error is that of a random-direction estimate "
-              "(about sqrt((d+1)/directions)); the deterministic libraries reach rounding-level errors.", "",
-              "CMA-ES (package `cma`) and nevergrad (`TwoPointsDE`, batches of 4 points) against ZO-SGD with Romberg "
-              "R = 1 at the same evaluation budget:", "",
-              "| task | budget | ZO-SGD Romberg R=1 | CMA-ES | nevergrad | ZO-SGD time (s) | CMA-ES time (s) | "
-              "nevergrad time (s) | time ratio CMA / ZO | time ratio nevergrad / ZO |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
-    ris, tr = perf["ris"], timings["ris"]
-    lines.append(f"| RIS rate gap (%) | {ris['budget']} | {100 * ris['romberg_R1_rel_gap']:.3g} | "
-                 f"{100 * ris['cma_rel_gap']:.3g} | {100 * ris['nevergrad_rel_gap']:.3g} | {tr['romberg_R1']:.3g} | "
-                 f"{tr['cma']:.3g} | {tr['nevergrad']:.3g} | {tr['cma_over_romberg']:.3g} | "
-                 f"{tr['nevergrad_over_romberg']:.3g} |")
-    pr, tp = perf["prompt"], timings["prompt"]
-    lines.append(f"| prompt test accuracy (%) | {pr['budget']} | {pr['romberg_R1_accuracy']:.3g} | "
-                 f"{pr['cma_accuracy']:.3g} | {pr['nevergrad_accuracy']:.3g} | {tp['romberg_R1']:.3g} | "
-                 f"{tp['cma']:.3g} | {tp['nevergrad']:.3g} | {tp['cma_over_romberg']:.3g} | "
-                 f"{tp['nevergrad_over_romberg']:.3g} |")
-    atomic_write_text(out / "performance.md", "\n".join(lines) + "\n")
+    path = out / "performance.md"
+    atomic_write_text(path, "\n".join([
+        f"**Performance** (CPU: {hw.get('cpu', 'unknown')}, {hw.get('cores', '?')} cores, BLAS pinned to one thread; "
+        f"median of {perf['repeats']} wall-clock timings)\n",
+        "Gradient of the logistic test function (d = 20) at x0:\n",
+        write_markdown_table(pd.DataFrame(gradient), path, floatfmt=".3g").read_text(encoding="utf-8"),
+        f"Time ratios: numdifftools / Romberg = {r['numdifftools_over_romberg']:.3g}; approx_fprime / Romberg = "
+        f"{r['approx_fprime_over_romberg']:.3g}; looped / batched evaluation = {r['looped_over_batched']:.3g}. "
+        "Romberg-ZOGE's error is that of a random-direction estimate (about sqrt((d+1)/directions)); the "
+        "deterministic libraries reach rounding-level errors.\n",
+        "CMA-ES (package `cma`) and nevergrad (`TwoPointsDE`, batches of 4 points) against ZO-SGD with Romberg R = 1 "
+        "at the same evaluation budget:\n",
+        write_markdown_table(budget, path, floatfmt=".3g").read_text(encoding="utf-8")]))
 
 
 def _radius_map(results: Path, out: Path) -> None:
@@ -257,22 +258,25 @@ def _tuned(results: Path, out: Path) -> None:
     if not path.exists():
         return
     metrics = read_metrics(path)
-    lines = ["**ZO-SGD with the radius and the step tuned per method** (tuning seeds separate from evaluation "
-             "seeds; scores: log squared distance to the minimiser for the exponential, relative rate gap for RIS; "
-             "lower is better)", "",
-             "| problem | method | tuned r | tuned lr | mean score (eval seeds) | control: tuned r | control: mean score |",
-             "|---|---|---|---|---|---|---|"]
+    rows = []
     for prob, entry in metrics.items():
         for method, chosen in entry["chosen"].items():
             c = entry["control"]["chosen"][method]
-            lines.append(f"| {prob} | {method} | {chosen['radius']:g} | {chosen['lr']:g} | "
-                         f"{np.mean(entry['eval'][method]):.4g} | {c['radius']:g} | "
-                         f"{np.mean(entry['control']['eval'][method]):.4g} |")
+            rows.append({"problem": prob, "method": method, "tuned r": f"{chosen['radius']:g}",
+                         "tuned lr": f"{chosen['lr']:g}", "mean score (eval seeds)": np.mean(entry["eval"][method]),
+                         "control: tuned r": f"{c['radius']:g}",
+                         "control: mean score": np.mean(entry["control"]["eval"][method])})
         if "cma" in entry["eval"]:
-            lines.append(f"| {prob} | CMA-ES (same budget) | - | - | {np.mean(entry['eval']['cma']):.4g} | - | - |")
-    lines += ["", "Controls: the quadratic with the same noise (exponential) and the ideal RIS phase model, each "
-              "tuned again; neither has a smoothing bias to remove."]
-    atomic_write_text(out / "tuned.md", "\n".join(lines) + "\n")
+            rows.append({"problem": prob, "method": "CMA-ES (same budget)", "tuned r": "-", "tuned lr": "-",
+                         "mean score (eval seeds)": np.mean(entry["eval"]["cma"]), "control: tuned r": "-",
+                         "control: mean score": "-"})
+    path = out / "tuned.md"
+    title = ("ZO-SGD with the radius and the step tuned per method (tuning seeds separate from evaluation seeds; "
+             "scores: log squared distance to the minimiser for the exponential, relative rate gap for RIS; lower is "
+             "better)")
+    table = write_markdown_table(pd.DataFrame(rows), path, floatfmt=".4g", title=title).read_text(encoding="utf-8")
+    atomic_write_text(path, table + "\nControls: the quadratic with the same noise (exponential) and the ideal RIS "
+                                    "phase model, each tuned again; neither has a smoothing bias to remove.\n")
 
 
 def make_figures(results_dir, out_dir, scale: str) -> None:

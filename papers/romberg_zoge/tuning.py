@@ -211,7 +211,8 @@ def tuned(params: dict, ctx: RunContext):
     ``cma_minus_two_point`` (CMA-ES at the same budget).
     """
     rows, metrics = [], {}
-    for name, spec in params["problems"].items():
+    problems = params["problems"]
+    for name, spec in ctx.progress(problems.items(), total=len(problems), what="problems"):
         case, out = _tuned_problem(name, spec, ctx)
         a, b = out["eval"]["romberg_R1"], out["eval"]["two_point"]
         out["samples"] = {"romberg_minus_two_point": _paired(a, b)}

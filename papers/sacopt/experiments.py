@@ -225,7 +225,7 @@ def mechanism(params: dict, ctx: RunContext):
                        for k in runners}
     silent_programs = silent_changed = frozen_violations = 0
     max_rounds = 0
-    for pr in probs:
+    for pr in ctx.progress(probs, total=len(probs), what="problems"):
         for name, fn in runners.items():
             run = fn(pr)
             kind, correct = _classify(run, pr)

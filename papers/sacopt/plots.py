@@ -8,10 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from shared.lm.backends import SCRIPTED_LABEL
 from shared.plotting import main, method_colors, new_figure, save_figure
-from shared.results import atomic_write_text, read_arrays, read_metrics
+from shared.results import atomic_write_text, read_arrays, read_metrics, write_markdown_table
 
 __all__ = ["make_figures"]
 
@@ -70,87 +71,94 @@ def _fmt(v, spec=".3g"):
     return "n/a" if v is None else format(v, spec) if isinstance(v, float) else str(v)
 
 
+def _table_text(frame: pd.DataFrame, path: Path, **fmt) -> str:
+    """The markdown text of ``frame`` as :func:`shared.results.write_markdown_table` writes it, for a document of
+    several tables (written to ``path`` first; the caller then rewrites ``path`` whole)."""
+    return write_markdown_table(frame, path, **fmt).read_text(encoding="utf-8")
+
+
 def _datasets(results: Path, out: Path) -> None:
     d = read_metrics(results / "benchmarks" / "metrics.json")["datasets"]
     llm = read_metrics(results / "llm" / "metrics.json")
-    lines = ["# Benchmarks: items, answer types and accuracy per pipeline", "",
-             "| dataset | items | loaded | 'No Best Solution' | integer answers | asks rounding |",
-             "|---|---:|---:|---:|---:|---:|"]
-    for name, s in d.items():
-        if "skipped" in s:
-            lines.append(f"| {name} | skipped: {s['skipped']} | | | | |")
-            continue
-        lines.append(f"| {name} | {s['n_items']} | {s['n_loaded']} | {s['n_no_best']} | {s['n_integer_answer']} | "
-                     f"{s['n_asks_rounding']} |")
+    path = out / "datasets.md"
+    counts = pd.DataFrame([
+        [name, f"skipped: {s['skipped']}", "", "", "", ""] if "skipped" in s else
+        [name, s["n_items"], s["n_loaded"], s["n_no_best"], s["n_integer_answer"], s["n_asks_rounding"]]
+        for name, s in d.items()],
+        columns=["dataset", "items", "loaded", "'No Best Solution'", "integer answers", "asks rounding"])
+    parts = ["# Benchmarks: items, answer types and accuracy per pipeline\n", _table_text(counts, path)]
     aud = read_metrics(results / "benchmarks" / "metrics.json").get("complexor_audit", {})
-    lines += ["", "## ComplexOR audit: project reference formulations (from gt_model.txt) vs recorded outputs", ""]
+    parts.append("## ComplexOR audit: project reference formulations (from gt_model.txt) vs recorded outputs\n")
     if aud.get("rows"):
-        lines += [f"Reproduced within rel {aud['rel_tol']:g}: {aud['n_reproduced']} of {aud['n_with_gt_model']} "
-                  f"(HiGHS and CBC agree on every model: {aud['backends_agree']}).", "",
-                  "| problem | reference (HiGHS) | recorded | status | match |", "|---|---:|---:|---|---|"]
-        for r in aud["rows"]:
-            lines.append(f"| {r['problem']} | {_fmt(r['reference'], '.10g')} | {_fmt(r['recorded'], '.10g')} | "
-                         f"{r['status']} | {'yes' if r['match'] else 'NO'} |")
+        audit = pd.DataFrame([{"problem": r["problem"], "reference (HiGHS)": _fmt(r["reference"], ".10g"),
+                               "recorded": _fmt(r["recorded"], ".10g"), "status": r["status"],
+                               "match": "yes" if r["match"] else "NO"} for r in aud["rows"]])
+        parts += [f"Reproduced within rel {aud['rel_tol']:g}: {aud['n_reproduced']} of {aud['n_with_gt_model']} "
+                  f"(HiGHS and CBC agree on every model: {aud['backends_agree']}).\n", _table_text(audit, path)]
     else:
-        lines.append(f"Not evaluated: {aud.get('skipped', 'no audit in the results')}.")
+        parts.append(f"Not evaluated: {aud.get('skipped', 'no audit in the results')}.\n")
     info = llm.get("backend", {})
-    lines += ["", f"LLM backend: {llm['llm_backend']} (a language model: {'yes' if info.get('is_real_llm') else 'no'}).",
-              ""]
+    parts.append(f"LLM backend: {llm['llm_backend']} (a language model: "
+                 f"{'yes' if info.get('is_real_llm') else 'no'}).\n")
     if llm["llm_backend"] == "none":
-        lines.append("Accuracy: not evaluated: no LLM backend (set REPRO_LLM_BACKEND=openai or replay).")
+        parts.append("Accuracy: not evaluated: no LLM backend (set REPRO_LLM_BACKEND=openai or replay).\n")
     else:
-        lines += ["| dataset | " + " | ".join(PIPELINES) + " | SAC-Opt - forward (points) |",
-                  "|---|" + "---:|" * (len(PIPELINES) + 1)]
-        for name, acc in llm["accuracy"].items():
-            lines.append(f"| {name} | " + " | ".join(_fmt(acc[p]) for p in PIPELINES) + f" | {_fmt(llm['diff'][name])} |")
-        abl = (llm.get("ablation") or {}).get("accuracy")
-        if abl:
-            lines += ["", "Ablation on NL4Opt (Table 2): accuracy full " + _fmt(abl["full"]) + ", without debugging "
-                      + _fmt(abl["no_debug"]) + ", without semantic correction (= forward-only) "
-                      + _fmt(abl["no_semantic"]) + "."]
+        accuracy = [[name, *(_fmt(acc[p]) for p in PIPELINES), _fmt(llm["diff"][name])]
+                    for name, acc in llm["accuracy"].items()]
         if llm.get("complexor_reproducible"):
             acc = llm["complexor_reproducible"]
-            lines.append("| complexor (reproducible subset) | " + " | ".join(_fmt(acc[p]) for p in PIPELINES) + " | |")
+            accuracy.append(["complexor (reproducible subset)", *(_fmt(acc[p]) for p in PIPELINES), ""])
+        parts.append(_table_text(pd.DataFrame(accuracy, columns=["dataset", *PIPELINES,
+                                                                 "SAC-Opt - forward (points)"]), path))
+        abl = (llm.get("ablation") or {}).get("accuracy")
+        if abl:
+            parts.append("Ablation on NL4Opt (Table 2): accuracy full " + _fmt(abl["full"]) + ", without debugging "
+                         + _fmt(abl["no_debug"]) + ", without semantic correction (= forward-only) "
+                         + _fmt(abl["no_semantic"]) + ".\n")
     pl = llm.get("plumbing", {})
-    lines += ["", "## SmolLM2 plumbing check (local backend; NOT an accuracy result)", ""]
+    parts.append("## SmolLM2 plumbing check (local backend; NOT an accuracy result)\n")
     if "skipped" in pl or not pl:
-        lines.append(f"Not run at this scale: {pl.get('skipped', 'no plumbing entry in the results')}.")
+        parts.append(f"Not run at this scale: {pl.get('skipped', 'no plumbing entry in the results')}.\n")
     else:
-        lines += [f"Backend {pl['backend']}, {pl['n_problems']} generated problems, at most {pl['max_new_tokens']} new "
-                  "tokens per call.", "", "| pipeline | accuracy | LLM calls | tokens | outcomes |", "|---|---:|---:|---:|---|"]
-        for name in ("forward-only", "sacopt-prompt"):
-            r = pl[name]
-            lines.append(f"| {name} | {_fmt(r['accuracy'])} | {r['calls_per_problem']:.1f} | {r['tokens_per_problem']:.0f} | "
-                         + ", ".join(f"{k} {v}" for k, v in r["status_counts"].items()) + " |")
-    atomic_write_text(out / "datasets.md", "\n".join(lines) + "\n")
+        plumbing = pd.DataFrame([{"pipeline": name, "accuracy": _fmt(pl[name]["accuracy"]),
+                                  "LLM calls": f"{pl[name]['calls_per_problem']:.1f}",
+                                  "tokens": f"{pl[name]['tokens_per_problem']:.0f}",
+                                  "outcomes": ", ".join(f"{k} {v}" for k, v in pl[name]["status_counts"].items())}
+                                 for name in ("forward-only", "sacopt-prompt")])
+        parts += [f"Backend {pl['backend']}, {pl['n_problems']} generated problems, at most {pl['max_new_tokens']} new "
+                  "tokens per call.\n", _table_text(plumbing, path)]
+    atomic_write_text(path, "\n".join(parts))
 
 
 def _cost(results: Path, out: Path) -> None:
     m = read_metrics(results / "mechanism" / "metrics.json")
-    lines = [f"# Cost per problem ({SCRIPTED_LABEL}; calls and whitespace tokens of the stand-in)", "",
-             "| pipeline | LLM calls | tokens | backward rounds |", "|---|---:|---:|---:|"]
-    for p in PIPELINES:
-        c = m["cost"][p]
-        lines.append(f"| {p} | {c['calls_per_problem']:.2f} | {c['tokens_per_problem']:.0f} | {c['mean_rounds']:.2f} |")
-    atomic_write_text(out / "cost.md", "\n".join(lines) + "\n")
+    frame = pd.DataFrame([{"pipeline": p, "LLM calls": f"{m['cost'][p]['calls_per_problem']:.2f}",
+                           "tokens": f"{m['cost'][p]['tokens_per_problem']:.0f}",
+                           "backward rounds": f"{m['cost'][p]['mean_rounds']:.2f}"} for p in PIPELINES])
+    path = out / "cost.md"
+    atomic_write_text(path, f"# Cost per problem ({SCRIPTED_LABEL}; calls and whitespace tokens of the stand-in)\n\n"
+                      + _table_text(frame, path))
 
 
 def _performance(results: Path, out: Path) -> None:
     m = read_metrics(results / "perf" / "metrics.json")
     med = m["solve_median_s"]
-    lines = [f"# Performance (hardware: {m['hardware']}; {m['n_problems']} generated problems)", "",
-             f"Pipelines ({SCRIPTED_LABEL}): SAC-Opt vs forward-only per problem", "",
-             "| quantity | forward-only | SAC-Opt (prompt) | ratio |", "|---|---:|---:|---:|"]
-    for key, ratio in (("calls_per_problem", "calls_ratio"), ("tokens_per_problem", "tokens_ratio"),
-                       ("wall_s_per_problem", "wall_ratio")):
-        lines.append(f"| {key} | {m[key]['forward-only']:.4g} | {m[key]['sacopt-prompt']:.4g} | {m[ratio]:.3g} |")
-    lines += ["", "Solving the gold models (median seconds per model)", "", "| backend | median s | ratio to HiGHS |",
-              "|---|---:|---:|"]
-    for b, v in med.items():
-        lines.append(f"| {b} | {v:.4g} | {v / med['highs']:.3g} |")
-    lines += ["", f"Sandbox (zygote fork + program + CBC) over in-process CBC: {m['sandbox_over_inprocess_cbc']:.3g}. "
-              f"gurobipy available: {m['gurobi_available']}."]
-    atomic_write_text(out / "performance_table.md", "\n".join(lines) + "\n")
+    pipelines = pd.DataFrame([{"quantity": key, "forward-only": m[key]["forward-only"],
+                               "SAC-Opt (prompt)": m[key]["sacopt-prompt"], "ratio": f"{m[ratio]:.3g}"}
+                              for key, ratio in (("calls_per_problem", "calls_ratio"),
+                                                 ("tokens_per_problem", "tokens_ratio"),
+                                                 ("wall_s_per_problem", "wall_ratio"))])
+    backends = pd.DataFrame([{"backend": b, "median s": v, "ratio to HiGHS": f"{v / med['highs']:.3g}"}
+                             for b, v in med.items()])
+    path = out / "performance_table.md"
+    atomic_write_text(path, "\n".join([
+        f"# Performance (hardware: {m['hardware']}; {m['n_problems']} generated problems)\n",
+        f"Pipelines ({SCRIPTED_LABEL}): SAC-Opt vs forward-only per problem\n",
+        _table_text(pipelines, path, floatfmt=".4g"),
+        "Solving the gold models (median seconds per model)\n",
+        _table_text(backends, path, floatfmt=".4g"),
+        f"Sandbox (zygote fork + program + CBC) over in-process CBC: {m['sandbox_over_inprocess_cbc']:.3g}. "
+        f"gurobipy available: {m['gurobi_available']}.\n"]))
 
 
 def _sweep(results: Path, out: Path) -> None:
@@ -177,15 +185,16 @@ def _sweep(results: Path, out: Path) -> None:
 
 def _objective(results: Path, out: Path) -> None:
     m = read_metrics(results / "objective" / "metrics.json")
-    lines = [f"# Objective faults ({SCRIPTED_LABEL}; outside the backward loop, reported apart from the main "
-             "claims)", "",
-             f"{m['n_problems']} generated problems, q={m['q']}, p={m['p']}, q_obj={m['q_obj']}, q_crash=0; "
-             f"{m['n_objective_faulty']} programs with a silent objective fault; share of them still faulty after "
-             f"SAC-Opt: {_fmt(m['persist_fraction'])}.", "",
-             "| pipeline | wrong rate (all) | with objective fault | with gold objective |", "|---|---:|---:|---:|"]
-    for name, r in m["wrong_rate"].items():
-        lines.append(f"| {name} | {_fmt(r['all'])} | {_fmt(r['objective_faulty'])} | {_fmt(r['objective_gold'])} |")
-    atomic_write_text(out / "objective_faults.md", "\n".join(lines) + "\n")
+    frame = pd.DataFrame([{"pipeline": name, "wrong rate (all)": _fmt(r["all"]),
+                           "with objective fault": _fmt(r["objective_faulty"]),
+                           "with gold objective": _fmt(r["objective_gold"])} for name, r in m["wrong_rate"].items()])
+    path = out / "objective_faults.md"
+    atomic_write_text(path, "\n".join([
+        f"# Objective faults ({SCRIPTED_LABEL}; outside the backward loop, reported apart from the main claims)\n",
+        f"{m['n_problems']} generated problems, q={m['q']}, p={m['p']}, q_obj={m['q_obj']}, q_crash=0; "
+        f"{m['n_objective_faulty']} programs with a silent objective fault; share of them still faulty after "
+        f"SAC-Opt: {_fmt(m['persist_fraction'])}.\n",
+        _table_text(frame, path)]))
 
 
 def make_figures(results_dir, out_dir, scale: str) -> None:

@@ -380,7 +380,7 @@ def run_speed(params: dict, ctx: RunContext):
 
     rows, metrics = [], {"speed": {}}
     gate_k = max(params["k"])
-    for k in params["k"]:
+    for k in ctx.progress(params["k"], total=len(params["k"]), what="cloud sizes k"):
         for w in params["weights"]:
             a, b, C = d4_point_clouds(k, params["seed"], w)
             n = 8 * k

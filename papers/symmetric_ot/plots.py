@@ -68,10 +68,11 @@ def _speed_table(results: Path, out: Path) -> None:
              f"{', '.join(sorted(f'{a} ({k})' for a, k in blas)) or 'unknown'}. 1-thread rows time process CPU "
              f"seconds (threadpool_limits(1)), all-thread rows wall seconds with {prov.get('cpu_threads', '?')} "
              f"threads; minimum over repeats. Gate: Sinkhorn ratio at n = {metrics['gate_n']}, uniform, 1 thread.")
-    write_markdown_table(frame, out / "speed.md", floatfmt=".3g", title=title)
-    gate = ("\n\nJudged ratios (paired: POT and the reduction timed back to back in every repeat; mean and "
-            "95% t interval over the repeats):\n\n" + _gate_table(results) + "\n")
-    atomic_write_text(out / "speed.md", (out / "speed.md").read_text() + gate)
+    path = out / "speed.md"
+    speed = write_markdown_table(frame, path, floatfmt=".3g", title=title).read_text(encoding="utf-8")
+    gate = write_markdown_table(_gate_table(results), path).read_text(encoding="utf-8")
+    atomic_write_text(path, speed + "\n\nJudged ratios (paired: POT and the reduction timed back to back in every "
+                      "repeat; mean and 95% t interval over the repeats):\n\n" + gate)
 
 
 def _mean_ci(x) -> str:
@@ -82,8 +83,8 @@ def _mean_ci(x) -> str:
     return f"{mean:.3g} [{lo:.3g}, {hi:.3g}]"
 
 
-def _gate_table(results: Path) -> str:
-    """Markdown rows of the judged, paired timing ratios (mean and 95% t interval over the repeats)."""
+def _gate_table(results: Path) -> pd.DataFrame:
+    """The judged, paired timing ratios (mean and 95% t interval over the repeats)."""
     gate = read_metrics(results / "speed" / "timing.json")["speed"]["gate"]
     ctl = gate["control"]["no_symmetry"]
     rows = []
@@ -94,7 +95,7 @@ def _gate_table(results: Path) -> str:
         rows.append({"ratio (1 thread, process CPU)": label,
                      f"D4 cloud, n = {gate['n']}": _mean_ci(gate[key]),
                      f"no symmetry (control), n = {ctl['n']}": _mean_ci(ctl[key])})
-    return pd.DataFrame(rows).to_markdown(index=False)
+    return pd.DataFrame(rows)
 
 
 def _sgrot_table(results: Path, out: Path) -> None:
