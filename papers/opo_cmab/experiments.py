@@ -18,12 +18,13 @@ from shared.experiment import RunContext, main
 from shared.results import mean_and_se, write_arrays, write_metrics
 
 from papers.opo_cmab.baselines import FALCON, AdaCB, EpsilonGreedy, RegCB, SquareCB, Supervised, Uniform
+from papers.opo_cmab.decomposition import bonus_bound, hedge_bound, mean_terms
 from papers.opo_cmab.envs import make_env
 from papers.opo_cmab.opo import OPOCMAB, check_distribution
 from papers.opo_cmab.oracles import FiniteClassOracle, RidgeOracle
 from papers.opo_cmab.stats import pairwise_wins
 
-__all__ = ["EXPERIMENTS", "run_bandit", "make_agent", "loglog_slope", "synthetic", "streams", "performance",
+__all__ = ["EXPERIMENTS", "run_bandit", "make_agent", "misspecified_class", "loglog_slope", "synthetic", "streams", "performance",
            "config_label", "jackknife_se", "theory_spec"]
 
 
@@ -82,7 +83,8 @@ def config_label(spec: dict) -> str:
     if algo == "adacb":
         return f"adacb_gs{spec['gamma_scale']:g}_c0{spec['c0']:g}"
     if algo == "opo_theory":
-        return "opo_theory"
+        return "opo_theory" + ("_eta0" if spec["eta"] == 0 else "") + ("_misspecified" if spec.get("misspecified")
+                                                                         else "")
     return algo
 
 
@@ -96,7 +98,10 @@ def make_agent(spec: dict, env, oracle_kind: str, oracle_seed: int, lam: float =
     if algo == "supervised":
         return Supervised(A, env.context_dim, lam)
     if oracle_kind == "finite_class":
-        oracle = FiniteClassOracle(env.thetas, oracle_seed)
+        thetas = env.thetas
+        if spec.get("misspecified", False):  # realisability fails (the control of Corollary 4.1)
+            thetas = misspecified_class(thetas)
+        oracle = FiniteClassOracle(thetas, oracle_seed)
     elif oracle_kind == "ridge":
         oracle = RidgeOracle(env.context_dim, A, lam)
     else:
@@ -118,6 +123,17 @@ def make_agent(spec: dict, env, oracle_kind: str, oracle_seed: int, lam: float =
     if algo == "eps_greedy":
         return EpsilonGreedy(A, oracle, eps=spec.get("eps", 0.05))
     raise ValueError(f"unknown algorithm {algo!r}")
+
+
+MISSPECIFIED_LOGIT_SHIFT = 1.0
+
+
+def misspecified_class(thetas) -> np.ndarray:
+    """The class with every model's logit raised by ``MISSPECIFIED_LOGIT_SHIFT`` on every action (the bias entry,
+    the last context coordinate, is 1): f* is no longer in F, and every model errs on every action."""
+    shifted = np.array(thetas, dtype=float)
+    shifted[..., -1] += MISSPECIFIED_LOGIT_SHIFT
+    return shifted
 
 
 def loglog_slope(t, values) -> float:
@@ -174,10 +190,13 @@ def theory_spec(n_models: int, n_actions: int, K: int, delta: float) -> dict:
             "gamma": math.sqrt(math.log(n_models * K / delta))}
 
 
-def _run_specs(ctx, pkey, problem, specs: dict, K: int, seeds: list[int], role: str, checkpoints, rows, timings):
+def _run_specs(ctx, pkey, problem, specs: dict, K: int, seeds: list[int], role: str, checkpoints, rows, timings,
+               decomp: dict | None = None, n_contexts: int = 0):
     """Final-horizon regret curves (seeds, K) of every named spec on the ``role`` ("tune" or "eval") seeds.
 
-    Each seed has its own env (class and contexts), run seed and oracle seed, shared by every spec."""
+    Each seed has its own env (class and contexts), run seed and oracle seed, shared by every spec. With
+    ``decomp`` (a dict) and ``n_contexts`` > 0, every OPO spec also records the regret-decomposition terms
+    (:func:`_record_decomposition`) into ``decomp[name][term]`` (seeds, checkpoints)."""
     regret = {name: np.empty((len(seeds), K)) for name in specs}
     for i, s in enumerate(seeds):
         env_seed, run_seed = _seed(ctx, pkey, role, "env", str(s)), _seed(ctx, pkey, role, "run", str(s))
@@ -189,11 +208,26 @@ def _run_specs(ctx, pkey, problem, specs: dict, K: int, seeds: list[int], role: 
             out = run_bandit(env, agent, K, run_seed)
             timings.setdefault(pkey, {}).setdefault(config_label(spec), []).append(time.perf_counter() - start)
             regret[name][i] = out["cum_pseudo_regret"]
+            if decomp is not None and n_contexts > 0 and spec["algo"] in ("opo", "opo_theory"):
+                _record_decomposition(decomp, name, spec, env, agent, K, checkpoints, i, len(seeds), n_contexts)
             if role == "eval":
                 for c in checkpoints:
                     rows.append({"method": name, "seed": s, "step": c, "metric": "cum_pseudo_regret",
                                  "value": float(out["cum_pseudo_regret"][c - 1]), "problem": pkey})
     return regret
+
+
+def _record_decomposition(decomp, name, spec, env, agent, K, checkpoints, i, n_seeds, n_contexts):
+    """Cumulative decomposition terms (:mod:`papers.opo_cmab.decomposition`) of one OPO run at the checkpoints,
+    averaged over the ``n_contexts`` contexts that follow the run's K (fresh draws from D the run never saw)."""
+    contexts = np.array([env.context(K + m) for m in range(n_contexts)])
+    f_star = np.array([env.expected_losses(K + m) for m in range(n_contexts)])
+    terms = mean_terms(agent.oracle, contexts, f_star, K, spec["eta"], spec["gamma"])
+    entry = decomp.setdefault(name, {"eta": float(spec["eta"]), "gamma": float(spec["gamma"])})
+    idx = [c - 1 for c in checkpoints]
+    for term, per_round in terms.items():
+        values = np.cumsum(per_round) if term != "past_sq_err" else per_round  # Cor 4.1's quantity is per k
+        entry.setdefault(term, np.empty((n_seeds, len(idx))))[i] = values[idx]
 
 
 def synthetic(params: dict, ctx: RunContext):
@@ -217,6 +251,11 @@ def synthetic(params: dict, ctx: RunContext):
     (R_OPO(K) - R_baseline(K) for the tuned SquareCB, FALCON, RegCB and AdaCB) and
     ``per_seed.bonus_gain.<method>`` (R without the bonus - R with it; paired per seed), the theory tuning, and
     ``scaling`` (:func:`scaling_exponents` of the theory-tuned OPO).
+
+    With ``decomposition_contexts`` > 0 every evaluated OPO run also records the terms of the regret decomposition
+    on that many held-out contexts (:func:`_decomposition_metrics`: ``<problem>.decomposition`` and per-seed lists);
+    a problem with ``decomposition_controls: true`` also evaluates their controls, the theory tuning with eta = 0
+    (``opo_theory_eta0``) and on the misspecified class (``opo_theory_misspecified``, :func:`misspecified_class`).
     """
     K = int(params["K"])
     checkpoints = [int(c) for c in params["checkpoints"]]
@@ -227,7 +266,8 @@ def synthetic(params: dict, ctx: RunContext):
     rows, metrics, curves, timings = [], {"K": K, "checkpoints": checkpoints, "tune_seeds": n_tune,
                                           "eval_seeds": n_eval}, {}, {}
     with threadpool_limits(1):
-        for problem in params["problems"]:
+        problems = params["problems"]
+        for problem in ctx.progress(problems, total=len(problems), what="problems"):
             pkey = _problem_key(problem)
             n_models, A = int(problem["n_models"]), int(problem["n_actions"])
             theory = theory_spec(n_models, A, K, delta)
@@ -236,6 +276,9 @@ def synthetic(params: dict, ctx: RunContext):
             evals = {"greedy": {"algo": "greedy"}, "uniform": {"algo": "uniform"}}
             if params.get("theory_tuned", True):
                 evals.update(opo_theory=theory, opo_theory_nobonus={**theory, "gamma": 0.0})
+                if problem.get("decomposition_controls", False):  # controls of the decomposition claims
+                    evals.update(opo_theory_eta0={**theory, "eta": 0.0},
+                                 opo_theory_misspecified={**theory, "misspecified": True})
             if not problem.get("eval_only", False):
                 families = {fam: {config_label(s): s for s in _grid(params, fam)}
                             for fam in ("opo", "opo_nobonus", "squarecb", "falcon", "regcb", "adacb")
@@ -257,8 +300,14 @@ def synthetic(params: dict, ctx: RunContext):
                 ctx.log(f"{pkey}: tuned on {n_tune_p} held-out seeds: {tuned}")
             evals = {k: v for k, v in evals.items() if k in problem.get("eval_methods", evals)}
             seeds = list(range(int(problem.get("eval_seeds", n_eval))))
-            regret = _run_specs(ctx, pkey, problem, evals, K, seeds, "eval", checkpoints, rows, timings)
+            decomp = {}
+            regret = _run_specs(ctx, pkey, problem, evals, K, seeds, "eval", checkpoints, rows, timings,
+                                decomp, int(params.get("decomposition_contexts", 0)))
             block.update(_eval_metrics(regret, checkpoints, n_models, A))
+            if decomp:
+                block["decomposition"] = _decomposition_metrics(decomp, checkpoints, n_models, A, delta)
+                for metric, by_method in block["decomposition"].pop("per_seed").items():
+                    block["per_seed"][metric] = by_method
             metrics[pkey] = block
             for name, r in regret.items():
                 curves[f"{pkey}__{name}"] = r.mean(axis=0)
@@ -269,6 +318,38 @@ def synthetic(params: dict, ctx: RunContext):
     rps = {p: {lab: K * len(v) / sum(v) for lab, v in d.items()} for p, d in timings.items()}
     write_metrics({"rounds_per_second": rps}, ctx.out_dir / "timings.json")
     return rows, metrics
+
+
+def _decomposition_metrics(decomp: dict, checkpoints, n_models: int, A: int, delta: float) -> dict:
+    """Summaries of the recorded decomposition terms, per evaluated OPO method.
+
+    Per-seed lists (under ``per_seed``, moved into the problem's per_seed by the caller):
+    ``subopt_slope`` (slope of log P(k) on log k over the checkpoints, P the cumulative policy-suboptimality
+    term; Lemma 4.4 gives O(sqrt(K log|A|))), ``subopt_hedge_ratio`` (P(K) / (log|A| / eta + eta K / 2), the
+    exponential-weights bound; at most 1 for every correct replay), ``sq_err_slope`` (slope of log Q(k) on log k,
+    Q the cumulative on-policy squared error of the oracle; polylogarithmic by Corollary 4.1 when f* is in F),
+    ``bonus_ratio`` (accumulated bonus over Lemma 4.2's bound, at most 1), ``past_sq_err_over_log``
+    (Corollary 4.1's sum_{i<K} E_{pi_i}(f_hat_K - f*)^2 over log(|F| K / delta)).
+    Means over seeds of every term at every checkpoint go to ``at``. The slopes clip values at 1e-12 and mean
+    something only where the cumulative term is positive: P(k) can be negative (pi* need not minimise l~_k),
+    as it is for the large-eta tuned configurations, which follow the leader of l~.
+    """
+    K = checkpoints[-1]
+    per_seed = {"subopt_slope": {}, "subopt_hedge_ratio": {}, "sq_err_slope": {}, "bonus_ratio": {},
+                "past_sq_err_over_log": {}}
+    at = {}
+    for name, d in decomp.items():
+        per_seed["subopt_slope"][name] = [loglog_slope(checkpoints, np.maximum(row, 1e-12)) for row in d["subopt"]]
+        per_seed["sq_err_slope"][name] = [loglog_slope(checkpoints, np.maximum(row, 1e-12)) for row in d["sq_err"]]
+        if d["eta"] > 0:
+            per_seed["subopt_hedge_ratio"][name] = (d["subopt"][:, -1] / hedge_bound(K, A, d["eta"])).tolist()
+        if d["gamma"] > 0:
+            per_seed["bonus_ratio"][name] = (d["bonus"][:, -1] / bonus_bound(K, A, d["gamma"])).tolist()
+        per_seed["past_sq_err_over_log"][name] = (d["past_sq_err"][:, -1]
+                                                  / math.log(max(n_models, 2) * K / delta)).tolist()
+        at[name] = {term: {str(c): float(v) for c, v in zip(checkpoints, d[term].mean(axis=0))}
+                    for term in d if term not in ("eta", "gamma")}
+    return {"per_seed": per_seed, "at": at, "normaliser_sqrt_K_logA": math.sqrt(K * math.log(A))}
 
 
 def _se_curve(r: np.ndarray) -> np.ndarray:
@@ -377,7 +458,7 @@ def streams(params: dict, ctx: RunContext):
         return env.n_rounds, out["pv_loss"]
 
     with threadpool_limits(1):
-        for name in names:
+        for name in ctx.progress(names, total=len(names), what="data sets"):
             tuning = {}
             if n_tune:
                 for fam, specs in by_family.items():

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from shared.plotting import main, method_colors, new_figure, plot_band, save_figure
-from shared.results import atomic_path, atomic_write_text, read_arrays, read_metrics
+from shared.results import atomic_path, atomic_write_text, markdown_table, read_arrays, read_metrics
 
 __all__ = ["make_figures", "LABELS"]
 
@@ -226,20 +226,23 @@ def _performance_table(results: Path, out: Path) -> None:
     s = m["stream"]
     Ks = m["synthetic_K"]
     per_k = " ; ".join("K = {}: {:.3g} s".format(k, t[f"synthetic_opo_K{k}_seconds"]) for k in Ks)
-    lines = [f"**Rounds per second on the {s} stream ({m['rounds']} rounds, same shuffle, one process, one thread)**",
-             "", "| algorithm | implementation | rounds/s | final PV |", "|---|---|---|---|",
-             f"| OPO-CMAB | numba replay, O(t A) per round | {t[f'{s}_opo_rounds_per_second']:.4g} | "
-             f"{m['opo_final_pv']:.4f} |",
-             f"| SquareCB | ours (numpy), O(A d^2) per round | {t[f'{s}_squarecb_rounds_per_second']:.4g} | "
-             f"{m['squarecb_final_pv']:.4f} |", "",
-             f"Ratio SquareCB / OPO rounds per second: **{t['ratio_squarecb_over_opo_rounds_per_second']:.3g}**. "
-             f"Vowpal Wabbit: {t['vowpalwabbit']}.", "",
+    frame = pd.DataFrame([
+        ("OPO-CMAB", "numba replay, O(t A) per round", t[f"{s}_opo_rounds_per_second"], f"{m['opo_final_pv']:.4f}"),
+        ("SquareCB", "ours (numpy), O(A d^2) per round", t[f"{s}_squarecb_rounds_per_second"],
+         f"{m['squarecb_final_pv']:.4f}"),
+    ], columns=["algorithm", "implementation", "rounds/s", "final PV"])
+    path = out / "performance_table.md"
+    table = markdown_table(
+        frame, floatfmt=".4g",
+        title=f"Rounds per second on the {s} stream ({m['rounds']} rounds, same shuffle, one process, one thread)")
+    notes = [f"Ratio SquareCB / OPO rounds per second: **{t['ratio_squarecb_over_opo_rounds_per_second']:.3g}**. "
+             f"Vowpal Wabbit: {t['vowpalwabbit']}.",
              f"OPO on the synthetic class: {per_k}"
              f" (time ratio {t['synthetic_time_ratio']:.3g} for a {Ks[-1] / Ks[0]:g}x longer horizon; the replay is "
-             f"O(K^2 A), so the ratio tends to {(Ks[-1] / Ks[0]) ** 2:g} as the replay dominates).", "",
+             f"O(K^2 A), so the ratio tends to {(Ks[-1] / Ks[0]) ** 2:g} as the replay dominates).",
              f"Hardware: {hw.get('cpu', 'unknown')}, {hw.get('cores', '?')} cores (shared), Python "
              f"{hw.get('python', '?')}; wall times, median of {m['repeats']} run(s)."]
-    atomic_write_text(out / "performance_table.md", "\n".join(lines) + "\n")
+    atomic_write_text(path, table + "".join(f"\n{note}\n" for note in notes))
 
 
 def make_figures(results_dir, out_dir, scale: str) -> None:
