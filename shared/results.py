@@ -19,7 +19,8 @@ import pandas as pd
 
 __all__ = [
     "TIDY_COLUMNS", "NonFiniteError", "atomic_path", "atomic_write_text", "write_tidy", "read_tidy",
-    "metrics_json", "write_metrics", "read_metrics", "check_finite", "get_key", "mean_and_se", "write_markdown_table",
+    "metrics_json", "write_metrics", "read_metrics", "check_finite", "get_key", "mean_and_se", "markdown_table",
+    "write_markdown_table",
     "write_arrays", "read_arrays",
 ]
 
@@ -147,9 +148,9 @@ def mean_and_se(values) -> tuple[float, float]:
     return float(arr.mean()), se
 
 
-def write_markdown_table(frame: pd.DataFrame, path: str | os.PathLike, *, floatfmt: str = ".4g",
-                         title: str | None = None) -> Path:
-    """Write a DataFrame as a GitHub markdown table (with an optional title line)."""
+def markdown_table(frame: pd.DataFrame, *, floatfmt: str = ".4g", title: str | None = None) -> str:
+    """A DataFrame as a GitHub markdown table (with an optional bold title line), for documents of several
+    tables and notes; floats are formatted with ``floatfmt``, non-finite ones as ``nan``/``inf``."""
     def fmt(v):
         if isinstance(v, (float, np.floating)):
             return format(float(v), floatfmt) if math.isfinite(v) else str(float(v))
@@ -159,7 +160,13 @@ def write_markdown_table(frame: pd.DataFrame, path: str | os.PathLike, *, floatf
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
     body = ["| " + " | ".join(fmt(v) for v in row) + " |" for row in frame.itertuples(index=False)]
     lines = ([f"**{title}**", ""] if title else []) + [header, rule, *body]
-    return atomic_write_text(path, "\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
+
+
+def write_markdown_table(frame: pd.DataFrame, path: str | os.PathLike, *, floatfmt: str = ".4g",
+                         title: str | None = None) -> Path:
+    """Write :func:`markdown_table` of ``frame`` to ``path`` (atomically)."""
+    return atomic_write_text(path, markdown_table(frame, floatfmt=floatfmt, title=title))
 
 
 def write_arrays(path: str | os.PathLike, **arrays) -> Path:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from shared.plotting import main, method_colors, new_figure, save_figure
-from shared.results import atomic_path, atomic_write_text, read_metrics, read_tidy, write_markdown_table
+from shared.results import atomic_path, atomic_write_text, markdown_table, read_metrics, read_tidy
 
 __all__ = ["make_figures", "LABELS"]
 
@@ -133,13 +133,12 @@ def _summary(results, metrics, out):
              f"{metrics['beta']:g}, mean over seeds {metrics['seeds']}; steps/s: training only, without the "
              "evaluations, wall clock on a shared machine)")
     shown = frame.astype(object).where(frame.notna(), "-")
-    table = write_markdown_table(shown, out / "summary.md", floatfmt=".4g", title=title).read_text(encoding="utf-8")
-    atomic_write_text(out / "summary.md", table + _llm_summary(results, out / "summary.md"))
+    table = markdown_table(shown, floatfmt=".4g", title=title)
+    atomic_write_text(out / "summary.md", table + _llm_summary(results))
 
 
-def _llm_summary(results, path) -> str:
-    """Markdown text for the SmolLM2 + LoRA arm (``llm`` experiment), or a line saying it was not run; its table
-    goes through ``path`` (which the caller then rewrites whole)."""
+def _llm_summary(results) -> str:
+    """Markdown text for the SmolLM2 + LoRA arm (``llm`` experiment), or a line saying it was not run."""
     met_path = results / "llm" / "metrics.json"
     met = read_metrics(met_path) if met_path.exists() else {"run": False}
     if not met.get("run"):
@@ -155,8 +154,7 @@ def _llm_summary(results, path) -> str:
                  for m, r in v["methods"].items()]
     title = (f"SmolLM2-135M-Instruct + LoRA, held-out exact match after {met['steps']} steps (mean over seeds "
              f"{met['seeds']})")
-    table = write_markdown_table(pd.DataFrame(rows), path, floatfmt=".4g", title=title)
-    return "\n" + table.read_text(encoding="utf-8")
+    return "\n" + markdown_table(pd.DataFrame(rows), floatfmt=".4g", title=title)
 
 
 def _performance(results, out):
@@ -180,9 +178,9 @@ def _performance(results, out):
                                         f"{name.replace('_', ' ')}", "value": f"{v:.2e}"}
                for name, v in (met["trl_agree"].get("step1_grad_rel_diff") or {}).items()]
     path = out / "performance.md"
-    tables = [write_markdown_table(speed, path, title=title).read_text(encoding="utf-8"),
-              write_markdown_table(ratios, path, floatfmt=".3g").read_text(encoding="utf-8"),
-              write_markdown_table(pd.DataFrame(checks), path).read_text(encoding="utf-8")]
+    tables = [markdown_table(speed, title=title),
+              markdown_table(ratios, floatfmt=".3g"),
+              markdown_table(pd.DataFrame(checks))]
     atomic_write_text(path, "\n".join(tables))
 
 

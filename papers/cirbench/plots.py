@@ -44,7 +44,7 @@ def _pct(v):
 def _tracks(results: Path, out: Path) -> None:
     m = read_metrics(results / "benchmark" / "metrics.json")
     n = "5"
-    cols = [f"valid@1", f"valid@{n}", "equiv@1", f"equiv@{n}", "equiv_formal@1", f"equiv_formal@{n}",
+    cols = ["valid@1", f"valid@{n}", "equiv@1", f"equiv@{n}", "equiv_formal@1", f"equiv_formal@{n}",
             "formal_denominator", "equiv_formal_supported@1", "em@1", f"em@{n}", "f1"]
     lines = ["**CIRBench tracks (percent; Metric@k unbiased over n = 5 samples). Equiv_formal over all instances "
              "and over the formal-supported subset (denominator shown). Rows of the scripted stand-in are NOT "

@@ -18,7 +18,6 @@ import numpy as np
 
 from shared import seeding
 from shared.experiment import RunContext, main
-from shared.oracles import sample_noise
 from shared.results import write_metrics
 from shared.timing import time_calls
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from shared.plotting import PALETTE, main, method_colors, new_figure, save_figure
-from shared.results import atomic_write_text, read_metrics, read_tidy, write_markdown_table
+from shared.results import atomic_write_text, markdown_table, read_metrics, read_tidy
 
 __all__ = ["make_figures", "LABELS"]
 
@@ -181,15 +181,15 @@ def _performance_table(results: Path, out: Path) -> None:
                                 ("0 (the spec's default)", perf["rel_diff_torch"]["eps_zero"])],
                                columns=["clip eps of the numpy run", "relative difference"])
     path = out / "performance_table.md"
-    timing_text = write_markdown_table(
-        timing, path, floatfmt=".3g",
+    timing_text = markdown_table(
+        timing, floatfmt=".3g",
         title=f"Clip-SGD, least squares N = {perf['n_samples']}, d = 10: CPU seconds per 1e4 steps (median of "
               f"{perf['repeats']} repeats, torch timed once; BLAS and torch on one thread; hardware: "
-              f"{hw.get('cpu', 'unknown')}, {hw.get('cores', '?')} cores)").read_text(encoding="utf-8")
-    equivalence_text = write_markdown_table(
-        equivalence, path, floatfmt=".2g",
+              f"{hw.get('cpu', 'unknown')}, {hw.get('cores', '?')} cores)")
+    equivalence_text = markdown_table(
+        equivalence, floatfmt=".2g",
         title=f"Equivalence after {perf['equivalence_steps']} steps on the same index sequence (relative "
-              "difference of the final iterates, numpy vs torch)").read_text(encoding="utf-8")
+              "difference of the final iterates, numpy vs torch)")
     note = (f"Gradient evaluations per step: numpy {perf['grad_evals_per_step']['numpy']:g}, torch "
             f"{perf['grad_evals_per_step']['torch']:g} (counted by shared.oracles.CallCounter).\n")
     atomic_write_text(path, "\n".join([timing_text, equivalence_text, note]))

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import itertools
-import math
 import time
 
 import numpy as np

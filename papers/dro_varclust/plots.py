@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from shared.plotting import main, method_colors, new_figure, plot_band, save_figure
-from shared.results import atomic_write_text, read_arrays, read_metrics, write_markdown_table
+from shared.results import atomic_write_text, markdown_table, read_arrays, read_metrics, write_markdown_table
 
 from papers.dro_varclust.experiments import PUBLISHED, key_of
 
@@ -194,7 +194,7 @@ def _performance_table(results: Path, out: Path) -> None:
              f"ADMM runs, {t['cvxpy_repeats']} cvxpy run(s), BLAS on one thread; hardware: {hw.get('cpu', 'unknown')}, "
              f"{hw.get('cores', '?')} cores)")
     path = out / "performance_table.md"
-    parts = [write_markdown_table(frame, path, title=title).read_text(encoding="utf-8")]
+    parts = [markdown_table(frame, title=title)]
     probe = results / "main_probe"
     if (probe / "timings.json").exists():
         t, m = read_metrics(probe / "timings.json"), read_metrics(probe / "metrics.json")
@@ -208,7 +208,7 @@ def _performance_table(results: Path, out: Path) -> None:
                              for seed, acc, pub in zip(m["seeds"], m["acc_by_seed"], published)])
         parts += [f"One cold solve at (n, p, K) = ({c['n']}, {c['p']}, {c['K']}), {where}; ADMM (ours, abs_tol "
                   f"{m['abs_tol']:g}, rel_tol {m['rel_tol']:g}), BLAS on one thread, CPU seconds (the unit of the "
-                  "projected full run):\n", write_markdown_table(cold, path).read_text(encoding="utf-8")]
+                  "projected full run):\n", markdown_table(cold)]
         if m.get("plain_admm"):
             plain = pd.DataFrame([{
                 "seed": seed, "plain ADMM s": f"{t[str(seed)]['plain_admm_cpu_s']:.3g}",
@@ -219,7 +219,7 @@ def _performance_table(results: Path, out: Path) -> None:
                 "max abs B difference": f"{m['plain_admm'][str(seed)]['max_abs_B_diff']:.2g}",
                 "accuracy (plain)": f"{m['plain_admm'][str(seed)]['accuracy']:.3f}"} for seed in m["seeds"]])
             parts += ["The same solve by the former default (plain ADMM without Anderson acceleration, abs_tol 1e-7, "
-                      "rel_tol 1e-6), CPU seconds:\n", write_markdown_table(plain, path).read_text(encoding="utf-8")]
+                      "rel_tol 1e-6), CPU seconds:\n", markdown_table(plain)]
     atomic_write_text(path, "\n".join(parts))
 
 

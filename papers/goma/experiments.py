@@ -17,7 +17,7 @@ from shared.experiment import RunContext, main
 from shared.results import write_arrays, write_metrics
 
 from papers.goma import methods as M
-from papers.goma.metrics import first_reach, jackknife_se, loglog_slope, rate_envelope
+from papers.goma.metrics import first_reach, loglog_slope, rate_envelope
 from papers.goma.pep import worst_case_with_status
 from papers.goma.problems import make_problem, with_state_dependent_noise
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from shared.plotting import main, method_colors, new_figure, plot_band, save_figure
-from shared.results import atomic_write_text, read_arrays, read_metrics, write_markdown_table
+from shared.results import atomic_write_text, markdown_table, read_arrays, read_metrics
 
 from papers.goma.methods import STOCHASTIC_METHODS
 
@@ -70,17 +70,17 @@ def _envelope_table(results: Path, out: Path) -> None:
     rows = [{"run": run, **{LABELS[m]: values.get(m, float("nan")) for m in methods}} for run, values in runs.items()]
     rows.append({"run": "max", **{LABELS[m]: metrics["envelope"]["max"][m] for m in methods}})
     path = out / "envelope_table.md"
-    envelope = write_markdown_table(pd.DataFrame(rows), path, floatfmt=".4g",
-                                    title="Envelope E = max_k k^2 ||F(z_k)||^2 / (L^2 ||z_0 - z*||^2), per instance "
-                                          f"and seed (K = {metrics['K']})").read_text(encoding="utf-8")
+    envelope = markdown_table(pd.DataFrame(rows), floatfmt=".4g",
+                              title="Envelope E = max_k k^2 ||F(z_k)||^2 / (L^2 ||z_0 - z*||^2), per instance "
+                                    f"and seed (K = {metrics['K']})")
     thm = metrics["theorem1"]
     tm = [m for m in list(DETERMINISTIC_METHODS) + ["goma_t1_bigstep"] if m in thm["max"]]
     theorem1 = pd.DataFrame([{"run": run, **{LABELS[m]: values[m] for m in tm}}
                              for run, values in list(thm["runs"].items()) + [("max", thm["max"])]])
-    theorem1_text = write_markdown_table(
-        theorem1, path, floatfmt=".4g",
+    theorem1_text = markdown_table(
+        theorem1, floatfmt=".4g",
         title="Theorem 1 ratio max_k (k+6)^2 ||F(z_k)||^2 / (L^2 ||z_0 - z*||^2) (Theorem 1: <= 264 for GOMA (Thm 1); "
-              "the other columns are for comparison)").read_text(encoding="utf-8")
+              "the other columns are for comparison)")
     atomic_write_text(path, "\n".join([envelope, "Published bounds: FEG E <= 4 (Lee & Kim 2021); EAG-C E <= 256 "
                                               "(Yoon & Ryu 2021).\n", theorem1_text]))
 
@@ -152,7 +152,7 @@ def _stochastic_table(results: Path, out: Path) -> None:
     title = (f"Theorem 4's method under state-dependent noise (K = {metrics['K']}, {metrics['seeds']} seeds; mean over "
              "seeds; ratio = E||F(x_K)||^2 sqrt(K+1) / (1570 L^2 kappa R^2 + 8 sigma^2 / kappa))")
     claims = metrics["claims"]
-    parts = [write_markdown_table(pd.DataFrame(rows), path, floatfmt=".3g", title=title).read_text(encoding="utf-8"),
+    parts = [markdown_table(pd.DataFrame(rows), floatfmt=".3g", title=title),
              "Noise-dominated ratio (E||F(x_K)||^2 at the largest sigma over sigma = 0, anchored): "
              + ", ".join(f"kappa {k[1:].replace('p', '.')}: {v:.3g}"
                          for k, v in claims["noise_dominated_ratio_by_kappa"].items()) + "\n"]
@@ -161,7 +161,7 @@ def _stochastic_table(results: Path, out: Path) -> None:
         baselines = pd.DataFrame([{"method": LABELS[m], "slope": f"{v['slope']:.3f}", "E F(x_K)^2": v["final_h"]}
                                   for m, v in base.items()])
         parts += ["Baselines at the largest sigma, kappa = 1 (steps eta0/(L sqrt(k+1)); DSEG k^-1/3 and k^-2/3):\n",
-                  write_markdown_table(baselines, path, floatfmt=".3g").read_text(encoding="utf-8")]
+                  markdown_table(baselines, floatfmt=".3g")]
     atomic_write_text(path, "\n".join(parts))
 
 
@@ -245,9 +245,9 @@ def _performance_table(results: Path, out: Path) -> None:
     ratios += [("np.linalg.solve time for z* (ms)", inst, 1e3 * t["direct_solve"])
                for inst, t in timings.items() if t.get("direct_solve")]
     path = out / "performance_table.md"
-    calls = write_markdown_table(pd.DataFrame(rows), path, floatfmt=".3g", title=title).read_text(encoding="utf-8")
-    ratio_text = write_markdown_table(pd.DataFrame(ratios, columns=["ratio", "instance", "value"]), path,
-                                      floatfmt=".3g", title="Ratios").read_text(encoding="utf-8")
+    calls = markdown_table(pd.DataFrame(rows), floatfmt=".3g", title=title)
+    ratio_text = markdown_table(pd.DataFrame(ratios, columns=["ratio", "instance", "value"]), floatfmt=".3g",
+                                title="Ratios")
     atomic_write_text(path, calls + "\n" + ratio_text)
 
 

@@ -27,8 +27,7 @@ from papers.hosfl.data import load_dataset
 from papers.hosfl.memory_probe import STEP_METHODS, client_step, deep_client, peak_cuda_growth, peak_rss_growth
 from papers.hosfl.model import SplitMLP
 from papers.hosfl.pretrained import pretrained_client, run_pretrained_split
-from papers.hosfl.training import (CATEGORIES, DEFAULT_CLIENT_LR, Setup, final_accuracy, make_stepper,
-                                   rounds_to_target, run_split_training)
+from papers.hosfl.training import CATEGORIES, DEFAULT_CLIENT_LR, Setup, make_stepper, run_split_training
 
 __all__ = ["EXPERIMENTS", "estimator", "training", "straggler", "memory", "performance", "p_sweep",
            "width_sweep", "memory_measured", "pretrained", "saved_bytes", "finite_p_alignment_factor"]

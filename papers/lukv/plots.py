@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from shared.plotting import main, method_colors, new_figure, plot_band, save_figure
-from shared.results import atomic_write_text, read_arrays, read_metrics, read_tidy, write_markdown_table
+from shared.results import atomic_write_text, markdown_table, read_arrays, read_metrics, read_tidy, write_markdown_table
 
 __all__ = ["make_figures"]
 
@@ -197,9 +197,9 @@ def _performance(results: Path, out: Path) -> None:
     title = (f"Performance (one process, pinned to one thread; hardware: {hw.get('cpu', 'unknown')}, "
              f"{hw.get('cores', '?')} cores)")
     atomic_write_text(path, "\n".join([
-        write_markdown_table(allocation, path, floatfmt=".3g", title=title).read_text(encoding="utf-8"),
+        markdown_table(allocation, floatfmt=".3g", title=title),
         f"Relative value gap (DP - greedy) / DP: {a['rel_value_gap']:.3g}.\n",
-        write_markdown_table(presses, path, floatfmt=".3g").read_text(encoding="utf-8"),
+        markdown_table(presses, floatfmt=".3g"),
         "Head-wise presses (AdaKV, LU-KV) only mask keys: no memory is freed, so memory and latency gains of the "
         "paper are not evaluated.\n"]))
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from shared.plotting import main, method_colors, new_figure, save_figure
-from shared.results import atomic_write_text, read_metrics, read_tidy, write_markdown_table
+from shared.results import atomic_write_text, markdown_table, read_metrics, read_tidy, write_markdown_table
 
 METHODS = ["mip_crim", "greedy", "bsb", "sa", "paper", "gw_sdp", "karmarkar_karp", "lpt", "negctl", "iamp"]
 COL = method_colors(METHODS)
@@ -216,9 +216,8 @@ def table_performance(res: Path, out: Path):
                          "quality (mip - ref)": f"cut {km.get(n, {}).get('mip_minus_gw', float('nan')):+g}"})
     df = pd.DataFrame(rows)
     cpu = perf.get("cpu", "unknown CPU")
-    write_markdown_table(df, out / "performance_table.md", floatfmt=".3g",
-                         title=f"Performance, one BLAS thread, wall seconds (min of repeats) on {cpu}")
-    text = (out / "performance_table.md").read_text(encoding="utf-8")
+    text = markdown_table(df, floatfmt=".3g",
+                          title=f"Performance, one BLAS thread, wall seconds (min of repeats) on {cpu}")
     atomic_write_text(out / "performance_table.md", text + "\nHardware: " + cpu + ", 1 thread.\n")
 
 

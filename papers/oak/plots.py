@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from shared.plotting import main, method_colors, new_figure, plot_band, save_figure
-from shared.results import atomic_write_text, read_arrays, read_metrics, read_tidy, write_markdown_table
+from shared.results import atomic_write_text, markdown_table, read_arrays, read_metrics, read_tidy
 
 from papers.oak.testbed import CLIP, METHODS
 
@@ -206,13 +206,13 @@ def _table_accuracy(results: Path, out: Path) -> None:
     path = out / "table_accuracy.md"
     columns = ["testbed", "task / group", "FT", "OAK-E1", "eNTK oracle lr", "converged OAK-E1 regression (best lam)",
                "linear probe"]
-    text = write_markdown_table(pd.DataFrame(rows, columns=columns), path, floatfmt=".3f",
-                                title="Test accuracy at T_max (median over seeds)").read_text(encoding="utf-8")
+    text = markdown_table(pd.DataFrame(rows, columns=columns), floatfmt=".3f",
+                          title="Test accuracy at T_max (median over seeds)")
     if minibatch_rows:
-        text += "\n" + write_markdown_table(
-            pd.DataFrame(minibatch_rows), path, floatfmt=".3g",
+        text += "\n" + markdown_table(
+            pd.DataFrame(minibatch_rows), floatfmt=".3g",
             title="Mini-batch Adam runs: median test relerr vs fine-tuning at T = 1 and T_max (E2 uses the mini-batch "
-                  "formula)").read_text(encoding="utf-8")
+                  "formula)")
     atomic_write_text(path, text)
 
 
@@ -232,7 +232,7 @@ def _table_perf(results: Path, out: Path) -> None:
              f"{hw.get('cores', '?')} cores, torch pinned to one thread; CPU seconds of the process, median of "
              f"{perf['repeats']})")
     path = out / "table_perf.md"
-    table = write_markdown_table(pd.DataFrame(rows), path, floatfmt=".3g", title=title).read_text(encoding="utf-8")
+    table = markdown_table(pd.DataFrame(rows), floatfmt=".3g", title=title)
     notes = (f"OAK predict = Jacobian + kernel + {next(iter(timings.values()))['T']} function-space steps; fine-tune = "
              "the same number of full-batch Adam steps.\n\n"
              "The specification's prototype reported (ii) about 20x faster than (i). The measured ratio is the column "

@@ -9,7 +9,6 @@ across reruns.
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 

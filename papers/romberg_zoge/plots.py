@@ -11,7 +11,7 @@ import pandas as pd
 from matplotlib.ticker import NullFormatter
 
 from shared.plotting import main, method_colors, new_figure, save_figure
-from shared.results import atomic_write_text, read_arrays, read_metrics, write_markdown_table
+from shared.results import atomic_write_text, markdown_table, read_arrays, read_metrics, write_markdown_table
 
 __all__ = ["make_figures"]
 
@@ -186,10 +186,10 @@ def _prompt_float16(results: Path, out: Path) -> None:
         "**Prompt tuning with a float16 forward pass**\n",
         f"Rounding error of sum_k w_k D(h_k) (float16 minus float32, one minibatch, z = 0); independent rounding "
         f"errors predict std(R1) / std(R0) = sqrt(kappa_1) = {f16['sqrt_kappa1']:.4g}:\n",
-        write_markdown_table(rounding, path, floatfmt=".3g").read_text(encoding="utf-8"),
+        markdown_table(rounding, floatfmt=".3g"),
         f"ZO-SGD ({f16['iterations']} steps, seeds {f16['seeds']}, same minibatches and directions): target-test "
         "accuracy (%) of the last iterate, evaluated in float32:\n",
-        write_markdown_table(zo_sgd, path).read_text(encoding="utf-8")]))
+        markdown_table(zo_sgd)]))
 
 
 def _performance(results: Path, out: Path) -> None:
@@ -219,14 +219,14 @@ def _performance(results: Path, out: Path) -> None:
         f"**Performance** (CPU: {hw.get('cpu', 'unknown')}, {hw.get('cores', '?')} cores, BLAS pinned to one thread; "
         f"median of {perf['repeats']} wall-clock timings)\n",
         "Gradient of the logistic test function (d = 20) at x0:\n",
-        write_markdown_table(pd.DataFrame(gradient), path, floatfmt=".3g").read_text(encoding="utf-8"),
+        markdown_table(pd.DataFrame(gradient), floatfmt=".3g"),
         f"Time ratios: numdifftools / Romberg = {r['numdifftools_over_romberg']:.3g}; approx_fprime / Romberg = "
         f"{r['approx_fprime_over_romberg']:.3g}; looped / batched evaluation = {r['looped_over_batched']:.3g}. "
         "Romberg-ZOGE's error is that of a random-direction estimate (about sqrt((d+1)/directions)); the "
         "deterministic libraries reach rounding-level errors.\n",
         "CMA-ES (package `cma`) and nevergrad (`TwoPointsDE`, batches of 4 points) against ZO-SGD with Romberg R = 1 "
         "at the same evaluation budget:\n",
-        write_markdown_table(budget, path, floatfmt=".3g").read_text(encoding="utf-8")]))
+        markdown_table(budget, floatfmt=".3g")]))
 
 
 def _radius_map(results: Path, out: Path) -> None:
@@ -274,7 +274,7 @@ def _tuned(results: Path, out: Path) -> None:
     title = ("ZO-SGD with the radius and the step tuned per method (tuning seeds separate from evaluation seeds; "
              "scores: log squared distance to the minimiser for the exponential, relative rate gap for RIS; lower is "
              "better)")
-    table = write_markdown_table(pd.DataFrame(rows), path, floatfmt=".4g", title=title).read_text(encoding="utf-8")
+    table = markdown_table(pd.DataFrame(rows), floatfmt=".4g", title=title)
     atomic_write_text(path, table + "\nControls: the quadratic with the same noise (exponential) and the ideal RIS "
                                     "phase model, each tuned again; neither has a smoothing bias to remove.\n")
 

@@ -12,7 +12,7 @@ import pandas as pd
 
 from shared.lm.backends import SCRIPTED_LABEL
 from shared.plotting import main, method_colors, new_figure, save_figure
-from shared.results import atomic_write_text, read_arrays, read_metrics, write_markdown_table
+from shared.results import atomic_write_text, markdown_table, read_arrays, read_metrics
 
 __all__ = ["make_figures"]
 
@@ -71,12 +71,6 @@ def _fmt(v, spec=".3g"):
     return "n/a" if v is None else format(v, spec) if isinstance(v, float) else str(v)
 
 
-def _table_text(frame: pd.DataFrame, path: Path, **fmt) -> str:
-    """The markdown text of ``frame`` as :func:`shared.results.write_markdown_table` writes it, for a document of
-    several tables (written to ``path`` first; the caller then rewrites ``path`` whole)."""
-    return write_markdown_table(frame, path, **fmt).read_text(encoding="utf-8")
-
-
 def _datasets(results: Path, out: Path) -> None:
     d = read_metrics(results / "benchmarks" / "metrics.json")["datasets"]
     llm = read_metrics(results / "llm" / "metrics.json")
@@ -86,7 +80,7 @@ def _datasets(results: Path, out: Path) -> None:
         [name, s["n_items"], s["n_loaded"], s["n_no_best"], s["n_integer_answer"], s["n_asks_rounding"]]
         for name, s in d.items()],
         columns=["dataset", "items", "loaded", "'No Best Solution'", "integer answers", "asks rounding"])
-    parts = ["# Benchmarks: items, answer types and accuracy per pipeline\n", _table_text(counts, path)]
+    parts = ["# Benchmarks: items, answer types and accuracy per pipeline\n", markdown_table(counts)]
     aud = read_metrics(results / "benchmarks" / "metrics.json").get("complexor_audit", {})
     parts.append("## ComplexOR audit: project reference formulations (from gt_model.txt) vs recorded outputs\n")
     if aud.get("rows"):
@@ -94,7 +88,7 @@ def _datasets(results: Path, out: Path) -> None:
                                "recorded": _fmt(r["recorded"], ".10g"), "status": r["status"],
                                "match": "yes" if r["match"] else "NO"} for r in aud["rows"]])
         parts += [f"Reproduced within rel {aud['rel_tol']:g}: {aud['n_reproduced']} of {aud['n_with_gt_model']} "
-                  f"(HiGHS and CBC agree on every model: {aud['backends_agree']}).\n", _table_text(audit, path)]
+                  f"(HiGHS and CBC agree on every model: {aud['backends_agree']}).\n", markdown_table(audit)]
     else:
         parts.append(f"Not evaluated: {aud.get('skipped', 'no audit in the results')}.\n")
     info = llm.get("backend", {})
@@ -108,8 +102,8 @@ def _datasets(results: Path, out: Path) -> None:
         if llm.get("complexor_reproducible"):
             acc = llm["complexor_reproducible"]
             accuracy.append(["complexor (reproducible subset)", *(_fmt(acc[p]) for p in PIPELINES), ""])
-        parts.append(_table_text(pd.DataFrame(accuracy, columns=["dataset", *PIPELINES,
-                                                                 "SAC-Opt - forward (points)"]), path))
+        parts.append(markdown_table(pd.DataFrame(accuracy, columns=["dataset", *PIPELINES,
+                                                                 "SAC-Opt - forward (points)"])))
         abl = (llm.get("ablation") or {}).get("accuracy")
         if abl:
             parts.append("Ablation on NL4Opt (Table 2): accuracy full " + _fmt(abl["full"]) + ", without debugging "
@@ -126,7 +120,7 @@ def _datasets(results: Path, out: Path) -> None:
                                   "outcomes": ", ".join(f"{k} {v}" for k, v in pl[name]["status_counts"].items())}
                                  for name in ("forward-only", "sacopt-prompt")])
         parts += [f"Backend {pl['backend']}, {pl['n_problems']} generated problems, at most {pl['max_new_tokens']} new "
-                  "tokens per call.\n", _table_text(plumbing, path)]
+                  "tokens per call.\n", markdown_table(plumbing)]
     atomic_write_text(path, "\n".join(parts))
 
 
@@ -137,7 +131,7 @@ def _cost(results: Path, out: Path) -> None:
                            "backward rounds": f"{m['cost'][p]['mean_rounds']:.2f}"} for p in PIPELINES])
     path = out / "cost.md"
     atomic_write_text(path, f"# Cost per problem ({SCRIPTED_LABEL}; calls and whitespace tokens of the stand-in)\n\n"
-                      + _table_text(frame, path))
+                      + markdown_table(frame))
 
 
 def _performance(results: Path, out: Path) -> None:
@@ -154,9 +148,9 @@ def _performance(results: Path, out: Path) -> None:
     atomic_write_text(path, "\n".join([
         f"# Performance (hardware: {m['hardware']}; {m['n_problems']} generated problems)\n",
         f"Pipelines ({SCRIPTED_LABEL}): SAC-Opt vs forward-only per problem\n",
-        _table_text(pipelines, path, floatfmt=".4g"),
+        markdown_table(pipelines, floatfmt=".4g"),
         "Solving the gold models (median seconds per model)\n",
-        _table_text(backends, path, floatfmt=".4g"),
+        markdown_table(backends, floatfmt=".4g"),
         f"Sandbox (zygote fork + program + CBC) over in-process CBC: {m['sandbox_over_inprocess_cbc']:.3g}. "
         f"gurobipy available: {m['gurobi_available']}.\n"]))
 
@@ -194,7 +188,7 @@ def _objective(results: Path, out: Path) -> None:
         f"{m['n_problems']} generated problems, q={m['q']}, p={m['p']}, q_obj={m['q_obj']}, q_crash=0; "
         f"{m['n_objective_faulty']} programs with a silent objective fault; share of them still faulty after "
         f"SAC-Opt: {_fmt(m['persist_fraction'])}.\n",
-        _table_text(frame, path)]))
+        markdown_table(frame)]))
 
 
 def make_figures(results_dir, out_dir, scale: str) -> None:

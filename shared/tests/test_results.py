@@ -1,4 +1,3 @@
-import json
 import math
 
 import numpy as np
@@ -63,3 +62,13 @@ def test_markdown_table_and_arrays(tmp_path):
     assert "| a | 0.3333 |" in (tmp_path / "t.md").read_text()
     results.write_arrays(tmp_path / "a.npz", x=np.arange(3))
     np.testing.assert_array_equal(results.read_arrays(tmp_path / "a.npz")["x"], np.arange(3))
+
+
+def test_markdown_table_known_text_and_written_file(tmp_path):
+    from shared.results import markdown_table, write_markdown_table
+
+    frame = pd.DataFrame({"method": ["a", "b"], "value": [0.123456, float("nan")]})
+    text = markdown_table(frame, floatfmt=".3g", title="T")
+    assert text == "**T**\n\n| method | value |\n|---|---|\n| a | 0.123 |\n| b | nan |\n"
+    path = write_markdown_table(frame, tmp_path / "t.md", floatfmt=".3g", title="T")
+    assert path.read_text(encoding="utf-8") == text

@@ -5,7 +5,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from shared import seeding
 from papers.hosfl import hybrid as H
 from papers.hosfl.training import (Setup, final_accuracy, make_stepper, rounds_to_target, run_split_training)
 

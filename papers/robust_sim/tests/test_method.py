@@ -6,7 +6,7 @@ import pytest
 
 from papers.robust_sim.baselines import fit_huber, fit_itlm, mad, pairwise_filter_mean, random_unit, stein_init
 from papers.robust_sim.data import make_sim_data
-from papers.robust_sim.links import get_link, link_constants
+from papers.robust_sim.links import link_constants
 from papers.robust_sim.method import (_robust_mean_mask, _threshold_filter_keep, clean_score_moments,
                                       clean_score_threshold, estimation_error, fit_robust_sim, robust_mean,
                                       robust_spectral_init, sin_angle, trimmed_loss)

@@ -7,7 +7,6 @@ is "cannot fail"; a loss is "not reproduced".
 import json
 from pathlib import Path
 
-import pytest
 
 from shared.claims import (CANNOT_FAIL, NOT_EVALUATED, NOT_REPRODUCED, REPRODUCED_REDUCED, evaluate_claim,
                            load_claims_file)
