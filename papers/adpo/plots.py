@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from shared.plotting import main, method_colors, new_figure, save_figure
+from shared.plotting import main, method_colors, new_figure, plot_band, save_figure
 from shared.results import atomic_path, atomic_write_text, markdown_table, read_metrics, read_tidy
 
 __all__ = ["make_figures", "LABELS"]
@@ -42,8 +42,8 @@ def _em_vs_step(tidy, out):
         for m in _methods(sub):
             g = sub[sub["method"] == m].groupby("step")["value"]
             mean, lo, hi = g.mean(), g.min(), g.max()
-            ax.plot(mean.index, 100 * mean.values, marker="o", color=COLORS.get(m), label=_label(m))
-            ax.fill_between(mean.index, 100 * lo.values, 100 * hi.values, color=COLORS.get(m), alpha=0.2)
+            plot_band(ax, mean.index, 100 * mean.values, 100 * lo.values, 100 * hi.values, label=_label(m),
+                      color=COLORS.get(m), marker="o")
         ax.set_xlabel("preference step")
         ax.set_ylabel("held-out exact match (%)")
         ax.set_title(f"task {task}: mean, min-max over seeds", fontsize=8)

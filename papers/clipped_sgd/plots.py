@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from shared.plotting import PALETTE, main, method_colors, new_figure, save_figure
+from shared.plotting import PALETTE, main, method_colors, new_figure, plot_band, save_figure
 from shared.results import atomic_write_text, markdown_table, read_metrics, read_tidy
 
 __all__ = ["make_figures", "LABELS"]
@@ -46,8 +46,8 @@ def _moment_scaling(results: Path, out: Path) -> None:
         for ax, method in zip(axes[0], ("sigma2", "moment_p")):
             s = _summary(frame[(frame["alpha"] == alpha) & (frame["method"] == method)], "step")
             n = s.index.to_numpy(dtype=float)
-            ax.loglog(n, s["median"], marker="o", color=color, label=rf"$\alpha$ = {alpha:g}")
-            ax.fill_between(n, s["q25"], s["q75"], color=color, alpha=0.15)
+            plot_band(ax, n, s["median"], s["q25"], s["q75"], label=rf"$\alpha$ = {alpha:g}", color=color, log=True,
+                      marker="o")
             slope = 2.0 / alpha - 1.0 if method == "sigma2" else 0.0
             ax.loglog(n, s["median"].iloc[0] * (n / n[0]) ** slope, color=color, linestyle=":", linewidth=1)
     axes[0, 0].set_title(r"$\sigma_N^2(x^*)$: median, IQR; dotted $N^{2/\alpha - 1}$")

@@ -132,7 +132,7 @@ def training(params: dict, ctx: RunContext):
     metrics = {"runs": {}, "common": {k: v for k, v in common.items() if not isinstance(v, dict)}}
     rows, arrays, diverged = [], {}, {}
     per_run_seeds = {}
-    for name, opts in runs.items():
+    for name, opts in ctx.progress(runs.items(), total=len(runs), what="runs"):
         opts = dict(opts)
         grid = opts.pop("lr_grid", None)
         run_seeds = [int(s) for s in opts.pop("seeds", seeds)]

@@ -546,7 +546,8 @@ def run_sparse_cycles(params: dict, ctx: RunContext):
     gaps = {top: [], below: []}
     pairs = []
     _warm_up()
-    for k in sorted(sparse_ks | {k for k, _ in dense_runs}):
+    cycle_sizes = sorted(sparse_ks | {k for k, _ in dense_runs})
+    for k in ctx.progress(cycle_sizes, total=len(cycle_sizes), what="cycles"):
         game = _cycle_game(k)
         n = game.n_variables
         groups = _groups(game)

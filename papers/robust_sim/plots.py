@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from shared.plotting import main, method_colors, new_figure, save_figure
+from shared.plotting import main, method_colors, new_figure, plot_band, save_figure
 from shared.results import atomic_path, read_metrics, read_tidy, write_markdown_table
 
 __all__ = ["make_figures", "METHODS"]
@@ -32,8 +32,7 @@ def _write_csv(frame: pd.DataFrame, path: Path) -> None:
 def _band(ax, x, group, label, color, logy=False):
     """Mean line and min-max band over seeds of ``group`` (a frame with columns x, value)."""
     stats = group.groupby(x)["value"].agg(["mean", "min", "max"]).sort_index()
-    ax.plot(stats.index, stats["mean"], "o-", color=color, label=label, ms=3)
-    ax.fill_between(stats.index, stats["min"], stats["max"], color=color, alpha=0.2, lw=0)
+    plot_band(ax, stats.index, stats["mean"], stats["min"], stats["max"], label=label, color=color, marker="o", ms=3)
     if logy:
         ax.set_yscale("log")
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import NullFormatter
 
-from shared.plotting import main, method_colors, new_figure, save_figure
+from shared.plotting import main, method_colors, new_figure, plot_band, save_figure
 from shared.results import atomic_write_text, markdown_table, read_arrays, read_metrics, write_markdown_table
 
 __all__ = ["make_figures"]
@@ -242,8 +242,9 @@ def _radius_map(results: Path, out: Path) -> None:
             (axes[0, 0], "ratio_R1_over_R0", r"$m_1 / m_0$ (same directions)", 1.0),
             (axes[0, 1], "budget_log_ratio", "log(error R = 1 / error two-point), Q = 4", 0.0)):
         vals = np.array([metrics["samples"][name][k] for k in keys])        # (radii, seeds)
-        ax.semilogx(radii, vals.mean(axis=1), marker="o", color=_color("romberg_R1"))
-        ax.fill_between(radii, vals.min(axis=1), vals.max(axis=1), color=_color("romberg_R1"), alpha=0.2)
+        plot_band(ax, radii, vals.mean(axis=1), vals.min(axis=1), vals.max(axis=1), label="_nolegend_",
+                  color=_color("romberg_R1"), marker="o")
+        ax.set_xscale("log")
         ax.axhline(ref, color="0.5", linestyle=":", linewidth=1)
         ax.set_xlabel("radius r")
         ax.set_ylabel(ylabel, fontsize=8)
