@@ -278,9 +278,7 @@ def benchmark(params: dict, ctx: RunContext):
     # ---- rewriters
     t1 = time.perf_counter()
     samples = {}   # (rewriter, instance id) -> list of scores
-    for pos, inst in enumerate(instances):
-        if pos % 10 == 0:
-            ctx.log(f"instance {pos}/{len(instances)} ({time.perf_counter() - t1:.0f} s)")
+    for inst in ctx.progress(instances, total=len(instances), what="instances x rewriters"):
         replies = {r: rewrite(r, inst, n, ctx.generator("rewrite", r, inst.id), backend=backend)
                    for r in rewriters}
         if inst.track != "analysis":
