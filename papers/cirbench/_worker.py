@@ -31,6 +31,9 @@ SINGLE_PASSES = {
 LEVELS = ("O0", "O1", "O2", "O3")
 
 
+# metadata attached to an instruction (", !tbaa !3", ", !llvm.loop !7"): dropped wherever IR is compared
+_ATTACHED_METADATA = re.compile(r",\s*![\w.]+\s+!\d+")
+
 def _tm():
     target = llvm.Target.from_triple(_TRIPLE)
     return target.create_target_machine(cpu="x86-64", features="", opt=2, reloc="pic", codemodel="default")
@@ -157,7 +160,7 @@ def normalise(ir: str, function: str) -> dict:
     text = str(_find(mod, function))
     text = re.sub(r"^;.*$", "", text, flags=re.M)
     text = re.sub(r";.*$", "", text, flags=re.M)
-    text = re.sub(r",\s*!\w+\s+!\d+", "", text)
+    text = _ATTACHED_METADATA.sub("", text)
     text = re.sub(r"\s#\d+", " ", text)
     return {"ok": True, "text": " ".join(text.split())}
 
@@ -427,7 +430,7 @@ class _Encoder:
                 z3.Or(*exceeded) if exceeded else z3.BoolVal(False))
 
     def _inst(self, line, b, edges, reach, ub, state):
-        line = re.sub(r",\s*![\w.]+\s+!\d+", "", line)
+        line = _ATTACHED_METADATA.sub("", line)
         line = re.sub(r"\s#\d+\s*$", "", line)
         m = re.fullmatch(r"%([\w.$\-]+) = alloca (i\d+)(?:, align \d+)?", line)
         if m:  # a local scalar slot (the -O0 pattern); any use other than load/store is unsupported

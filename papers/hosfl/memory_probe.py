@@ -32,12 +32,11 @@ import resource
 import numpy as np
 import torch
 from torch import nn
-from torch.func import functional_call
 
 from shared.oracles.zeroth_order import perturbation_directions
 
 from papers.hosfl import hybrid as H
-from papers.hosfl.model import module_vector, vector_params
+from papers.hosfl.model import module_apply, module_vector
 
 __all__ = ["deep_client", "client_step", "STEP_METHODS", "peak_rss_growth", "peak_cuda_growth"]
 
@@ -60,10 +59,6 @@ def deep_client(in_dim: int = 64, width: int = 128, depth: int = 4, seed: int = 
     return nn.Sequential(*layers)
 
 
-def _apply(client: nn.Module, x: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
-    return functional_call(client, vector_params(client, theta), (x,))
-
-
 def client_step(method: str, client: nn.Module, x: torch.Tensor, lam: torch.Tensor, *, seeds, mu: float = 1e-3,
                 lr: float = 1e-3) -> np.ndarray:
     """One client update of ``method`` (see the module docstring); returns the new client vector. ``lam``
@@ -74,11 +69,11 @@ def client_step(method: str, client: nn.Module, x: torch.Tensor, lam: torch.Tens
     d = theta.numel()
     if method == "inference":   # the inference-only footprint: one forward under no_grad, no update
         with torch.no_grad():
-            _apply(client, x, theta)
+            module_apply(client, x, theta)
         return theta.cpu().numpy()
     if method == "sfl_fo":
         th = theta.clone().requires_grad_(True)
-        z = _apply(client, x, th)
+        z = module_apply(client, x, th)
         if z.shape != lam.shape:
             raise ValueError(f"lam shape {tuple(lam.shape)} must equal the client output shape {tuple(z.shape)}")
         (g,) = torch.autograd.grad(z, [th], grad_outputs=lam)
@@ -88,13 +83,13 @@ def client_step(method: str, client: nn.Module, x: torch.Tensor, lam: torch.Tens
     grad = method == "hosfl_grad"
     with torch.set_grad_enabled(grad):
         th = theta.clone().requires_grad_(grad)
-        z = _apply(client, x, th)
+        z = module_apply(client, x, th)
         if z.shape != lam.shape:
             raise ValueError(f"lam shape {tuple(lam.shape)} must equal the client output shape {tuple(z.shape)}")
         v = []
         for s in seeds:   # one direction at a time, rebuilt from its seed
             u = torch.from_numpy(perturbation_directions([s], d)[0]).to(theta.dtype).to(x.device)
-            zp = _apply(client, x, th + mu * u)
+            zp = module_apply(client, x, th + mu * u)
             v.append(float((lam * (zp - z)).sum().detach()))
     ghat = H.client_gradient_estimate(np.asarray(v), seeds, mu, d)
     return theta.detach().cpu().numpy() - lr * ghat.astype(np.float32)

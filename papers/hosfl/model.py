@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import nn
+from torch.func import functional_call
 
-__all__ = ["SplitMLP", "ACTIVATIONS", "DTYPES", "module_vector", "vector_params"]
+__all__ = ["SplitMLP", "ACTIVATIONS", "DTYPES", "module_vector", "vector_params", "module_apply"]
 
 ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "identity": nn.Identity}
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -39,6 +40,11 @@ def vector_params(module: nn.Module, vec: torch.Tensor) -> dict[str, torch.Tenso
     if start != vec.numel():
         raise ValueError(f"vector has {vec.numel()} entries, the module has {start} parameters")
     return out
+
+
+def module_apply(module: nn.Module, x: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+    """module(x) with its parameters replaced by the flat vector ``theta`` (:func:`vector_params`)."""
+    return functional_call(module, vector_params(module, theta), (x,))
 
 
 class SplitMLP(nn.Module):

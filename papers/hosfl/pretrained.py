@@ -36,7 +36,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.func import functional_call
 
 from shared import seeding
 from shared.fed import FLOAT32_BYTES, INT64_BYTES, UINT32_BYTES, ByteLedger, draw_batch, partition_iid
@@ -44,7 +43,7 @@ from shared.oracles.zeroth_order import perturbation_directions
 
 from papers.hosfl import hybrid as H
 from papers.hosfl.data import load_digits_split
-from papers.hosfl.model import module_vector, vector_params
+from papers.hosfl.model import module_apply, module_vector
 from papers.hosfl.training import CATEGORIES, final_accuracy, rounds_to_target
 
 __all__ = ["CNNClient", "pretrain_client", "run_pretrained_split", "PRETRAINED_METHODS"]
@@ -77,10 +76,6 @@ def _images(x: np.ndarray) -> torch.Tensor:
     if x.ndim != 2 or x.shape[1] != 64:
         raise ValueError(f"Digits inputs must have shape (n, 64), got {x.shape}")
     return torch.from_numpy(x).view(-1, 1, 8, 8)
-
-
-def _apply(client: nn.Module, x: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
-    return functional_call(client, vector_params(client, theta), (x,))
 
 
 def pretrain_client(client: CNNClient, x_train, y_train, *, classes, epochs: int, lr: float, batch_size: int,
@@ -148,7 +143,7 @@ class _Run:
 
     def accuracy(self, x_test, y_test):
         with torch.no_grad():
-            out = self.server(_apply(self.client, x_test, torch.from_numpy(self.theta)))
+            out = self.server(module_apply(self.client, x_test, torch.from_numpy(self.theta)))
             return float((out.argmax(1) == y_test).double().mean())
 
 
@@ -175,7 +170,7 @@ def _round(run: _Run, t, X, Y, K, B, *, P, mu, client_lr, momentum, rng, server_
     m = run.method
     if m in ("hosfl", "frozen"):
         with torch.no_grad():
-            Z = _apply(run.client, X, theta)
+            Z = module_apply(run.client, X, theta)
         loss, lam = run.server_step(Z, Y)
         run.book("cut.act_up", B * cut * FLOAT32_BYTES, t, K)
         run.book("cut.labels_up", B * INT64_BYTES, t, K)
@@ -187,7 +182,7 @@ def _round(run: _Run, t, X, Y, K, B, *, P, mu, client_lr, momentum, rng, server_
             for p, s in enumerate(seeds):   # vbar_p = (1/K) sum_m <lambda_m, f_c(theta + mu u_p) - z_m>
                 u = torch.from_numpy(perturbation_directions([s], run.d_c)[0]).float()
                 # lam is the gradient of the mean over the K clients: lambda_m / K on client m's rows
-                vbar[p] = float((lam.double() * (_apply(run.client, X, theta + mu * u) - Z).double()).sum())
+                vbar[p] = float((lam.double() * (module_apply(run.client, X, theta + mu * u) - Z).double()).sum())
         run.theta, run.buf = H.client_update(run.theta, seeds, vbar, mu, lr=client_lr, momentum=momentum,
                                              buf=run.buf)
         run.book("cut.grad_down", B * cut * FLOAT32_BYTES, t, K)
@@ -196,7 +191,7 @@ def _round(run: _Run, t, X, Y, K, B, *, P, mu, client_lr, momentum, rng, server_
             run.book(cat, nb, t, K)
         return loss
     th = theta.clone().requires_grad_(True)
-    Z = _apply(run.client, X, th)
+    Z = module_apply(run.client, X, th)
     if m == "sfl_fo":
         loss, lam = run.server_step(Z, Y)
         run.book("cut.act_up", B * cut * FLOAT32_BYTES, t, K)

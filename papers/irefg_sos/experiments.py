@@ -589,11 +589,12 @@ def run_sparse_cycles(params: dict, ctx: RunContext):
     ctx.record(solver=sorted(b for b in backends if b))
     diffs = [p["sparse_minus_dense"] for p in pairs]
     top_pairs = [abs(p["sparse_minus_dense"]) for p in pairs if p["level"] == top]
+    below_pairs = [p["sparse_minus_dense"] for p in pairs if p["level"] == below]
     metrics = {"cycles": per, "top_level": top, "max_gap_top_level": _r(max(gaps[top]), 4),
                "largest_sparse_k": max(sparse_ks),
                "dense_vs_sparse": {"pairs": pairs, "n_pairs": len(pairs),
                                    "max_dense_minus_sparse": _r(-min(diffs), 4) if diffs else None,
-                                   "max_sparse_minus_dense": _r(max(diffs), 4) if diffs else None,
+                                   "max_sparse_minus_dense_below": _r(max(below_pairs), 4) if below_pairs else None,
                                    "max_abs_diff_top_level": _r(max(top_pairs), 4) if top_pairs else None},
                "reach": reach,
                "control": {"level_below": {"level": below,

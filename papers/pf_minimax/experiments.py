@@ -16,7 +16,7 @@ from shared.experiment import RunContext, main
 from shared.results import mean_and_se, write_metrics
 from shared.timing import time_calls
 
-from .methods import run_method
+from .methods import HORIZON_BASELINES, run_method
 from .problems import game_value, make_problem
 from .sets import top_singular_pair
 
@@ -54,8 +54,7 @@ def _trace_rows(rows: list, problem: str, method: str, seed, trace, metric: str,
                      "value": float(values[i]), "problem": problem})
 
 
-BOROUN_BASELINES = ("r_pdcg", "cg_rpga")
-DEFAULT_BASELINE_STEPS = (1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2)
+BOROUN_BASELINES = tuple(HORIZON_BASELINES)   # R-PDCG and CG-RPGA (methods.py)
 
 
 def tune_horizon_baselines(prob, K: int, grid, record_every: int = 1) -> dict:
@@ -103,7 +102,7 @@ def run_cc_games(params: dict, ctx: RunContext):
     rows, gap_final, slopes, values = [], {}, {}, {}
     frozen = {"gap_final": {}, "slope": {}}
     games = _cc_games(params)
-    grid = [float(c) for c in params.get("baseline_steps", DEFAULT_BASELINE_STEPS)]
+    grid = [float(c) for c in params["baseline_steps"]]
     tuning = tune_horizon_baselines(games[0][1], K, grid)   # tuned on the first uniform game, used on all
     steps_c = {m: tuning[m]["best_step_c"] for m in BOROUN_BASELINES}
     for label, game, seed in games:
@@ -236,7 +235,7 @@ def run_robust_multiclass(params: dict, ctx: RunContext):
     for seed in params["seeds"]:
         prob = make_problem("robust_multiclass", seed=int(seed), **shape)
         if tuning is None:
-            grid = [float(c) for c in params.get("baseline_steps", DEFAULT_BASELINE_STEPS)]
+            grid = [float(c) for c in params["baseline_steps"]]
             tuning = tune_horizon_baselines(prob, K, grid, record_every=every)
             steps_c = {m: tuning[m]["best_step_c"] for m in BOROUN_BASELINES}
         for method in methods:
@@ -440,7 +439,7 @@ def run_performance(params: dict, ctx: RunContext):
     peg_grid = [float(c) for c in params.get("peg_steps", [0.5])]
     tuned = _tune_peg(game, int(params["K_games"]), target, peg_grid)
     det["games"]["peg_tuning"] = tuned
-    pf_grid = [float(c) for c in params.get("baseline_steps", DEFAULT_BASELINE_STEPS)]
+    pf_grid = [float(c) for c in params["baseline_steps"]]
     pf_tuning = tune_horizon_baselines(game, int(params["K_games"]), pf_grid)
     det["games"]["baseline_tuning"] = pf_tuning
     runs = [("v_x", {}), ("v_y", {}), ("v_xy", {}), ("peg", {}), ("peg_tuned", {"peg_step": tuned["best_step"]})]

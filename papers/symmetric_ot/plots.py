@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from shared.plotting import main, method_colors, new_figure, plot_band, save_figure
-from shared.results import atomic_write_text, read_arrays, read_metrics, read_tidy, write_markdown_table
+from shared.results import atomic_write_text, markdown_table, read_arrays, read_metrics, read_tidy, write_markdown_table
 
 METHODS = ["POT", "reduced", "refine", "aggregate", "solve", "lift"]
 COLORS = method_colors(METHODS)
@@ -69,8 +69,8 @@ def _speed_table(results: Path, out: Path) -> None:
              f"seconds (threadpool_limits(1)), all-thread rows wall seconds with {prov.get('cpu_threads', '?')} "
              f"threads; minimum over repeats. Gate: Sinkhorn ratio at n = {metrics['gate_n']}, uniform, 1 thread.")
     path = out / "speed.md"
-    speed = write_markdown_table(frame, path, floatfmt=".3g", title=title).read_text(encoding="utf-8")
-    gate = write_markdown_table(_gate_table(results), path).read_text(encoding="utf-8")
+    speed = markdown_table(frame, floatfmt=".3g", title=title)
+    gate = markdown_table(_gate_table(results))
     atomic_write_text(path, speed + "\n\nJudged ratios (paired: POT and the reduction timed back to back in every "
                       "repeat; mean and 95% t interval over the repeats):\n\n" + gate)
 

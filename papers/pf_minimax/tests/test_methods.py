@@ -169,5 +169,7 @@ def test_baseline_tuning_picks_the_smallest_final_gap():
     for method in ("r_pdcg", "cg_rpga"):
         finals = out[method]["gap_final"]
         assert finals[f"{out[method]['best_step_c']:g}"] == min(finals.values())
+        for c in (0.25, 1.0):   # each recorded gap is the final gap of a run with that step constant
+            assert finals[f"{c:g}"] == run_method(method, game, 40, step_c=c).measure[-1]
     with pytest.raises(ValueError, match="baseline_steps"):
         tune_horizon_baselines(game, 40, [])
