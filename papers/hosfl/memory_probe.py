@@ -3,9 +3,10 @@
 The paper reports peak device memory of the client (LLaMA-3.2-1B on SST-2: 4.14 GB for HO-SFL, 8.78 GB for
 SFL). Here one client step is run on a deep transformer-style MLP client and its peak memory is *measured*:
 
-* on the CPU, as the growth of the peak resident set size (``ru_maxrss``) of a child process forked for that
-  one step: the child starts with the inputs (x, lambda) and the client already resident, its peak RSS
-  high-water mark starts at its current RSS (Linux copies it at fork), and large allocations are made with
+* on the CPU, as the growth of the peak resident set size (``VmHWM``) of a child process forked for that
+  one step: the child starts with the inputs (x, lambda) and the client already resident, its high-water
+  mark is reset to its current RSS (``/proc/self/clear_refs``; a forked child otherwise inherits the
+  parent's earlier peak, which hides a smaller step), and large allocations are made with
   fresh ``mmap`` pages (glibc ``mallopt(M_MMAP_THRESHOLD, 64 KiB)`` in the child), so the growth is the
   memory the step itself touched;
 * on a CUDA device, as ``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats`` minus the
@@ -27,7 +28,6 @@ from __future__ import annotations
 import ctypes
 import os
 import pickle
-import resource
 
 import numpy as np
 import torch
@@ -95,9 +95,24 @@ def client_step(method: str, client: nn.Module, x: torch.Tensor, lam: torch.Tens
     return theta.detach().cpu().numpy() - lr * ghat.astype(np.float32)
 
 
-def _resident_bytes() -> int:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+def _status_bytes(field: str) -> int:
+    """``VmRSS`` or ``VmHWM`` of ``/proc/self/status`` in bytes (the file gives kB)."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"/proc/self/status has no {field} line")
+
+
+def _reset_peak_rss() -> None:
+    """Set the high-water mark of the resident set to the current resident size (``echo 5 >
+    /proc/self/clear_refs``, Linux >= 4.0). A forked child otherwise inherits its parent's high-water mark, and
+    ``ru_maxrss`` would report the parent's earlier peak instead of the child's own."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError as exc:
+        raise RuntimeError(f"cannot reset the peak RSS through /proc/self/clear_refs: {exc}") from exc
 
 
 def _mmap_large_allocations() -> None:
@@ -109,21 +124,23 @@ def _mmap_large_allocations() -> None:
 
 def peak_rss_growth(fn) -> int:
     """Bytes by which the peak resident set size of a child process, forked to run ``fn()`` once, exceeds
-    its resident size at the start (``resource.getrusage(RUSAGE_SELF).ru_maxrss`` in the child, Linux
-    kilobytes). The parent's memory is untouched."""
-    if not os.path.exists("/proc/self/statm"):
-        raise RuntimeError("peak_rss_growth needs Linux (/proc/self/statm)")
+    its resident size at the start: ``VmHWM`` after ``fn()`` minus ``VmRSS`` before it, with the high-water mark
+    reset to the resident size first (:func:`_reset_peak_rss`). The child runs torch on one thread (an OpenMP
+    pool of the parent does not survive ``fork``). The parent's memory is untouched."""
+    if not os.path.exists("/proc/self/clear_refs"):
+        raise RuntimeError("peak_rss_growth needs Linux (/proc/self/clear_refs)")
     rd, wr = os.pipe()
     pid = os.fork()
     if pid == 0:   # child
         code = 0
         try:
             os.close(rd)
+            torch.set_num_threads(1)
             _mmap_large_allocations()
-            base = max(_resident_bytes(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+            _reset_peak_rss()
+            base = _status_bytes("VmRSS")
             fn()
-            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-            msg = pickle.dumps(("ok", int(peak - base)))
+            msg = pickle.dumps(("ok", int(_status_bytes("VmHWM") - base)))
         except BaseException as exc:   # noqa: BLE001 - reported to the parent
             msg, code = pickle.dumps(("error", repr(exc))), 1
         with os.fdopen(wr, "wb") as fh:

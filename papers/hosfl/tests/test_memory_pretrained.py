@@ -19,6 +19,21 @@ def test_peak_rss_growth_sees_a_known_allocation():
     assert peak_rss_growth(lambda: None) < 8 * mib
 
 
+def test_peak_rss_growth_ignores_an_earlier_peak_of_the_parent():
+    """A forked child inherits the parent's high-water mark; the probe resets it, so an earlier, larger peak of
+    the parent (here 256 MiB, touched on several threads and freed) does not hide the child's 48 MiB."""
+    mib = 2 ** 20
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        big = torch.ones(256 * mib // 4)
+        del big
+    finally:
+        torch.set_num_threads(threads)
+    grown = peak_rss_growth(lambda: torch.ones(48 * mib // 4))
+    assert 46 * mib <= grown <= 56 * mib
+
+
 def test_peak_rss_growth_reports_child_errors():
     def boom():
         raise ValueError("inside")
