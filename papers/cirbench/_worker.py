@@ -282,22 +282,12 @@ class _Encoder:
         return ret_val, ret_poison, z3.Or(*ub) if ub else z3.BoolVal(False)
 
     def _topo(self):
-        succ = {}
-        for b, lines in self.blocks:
-            succ[b] = re.findall(r"label %([\w.$\-]+)", lines[-1])
-        order, state = [], {}
-
-        def dfs(n):
-            state[n] = 1
-            for s in succ.get(n, []):
-                if state.get(s) == 1:
-                    raise Unsupported("loop")
-                if s not in state:
-                    dfs(s)
-            state[n] = 2
-            order.append(n)
-        dfs(self.blocks[0][0])
-        return order[::-1]
+        """Blocks reachable from the entry in topological order; ``Unsupported("loop")`` when the CFG has a
+        cycle (the loop-free fragment)."""
+        _, back, order = self._cfg()
+        if back:
+            raise Unsupported("loop")
+        return order
 
     # ----------------------------------------------------------------- bounded unrolling (the loop fragment)
     def _cfg(self):
@@ -920,11 +910,7 @@ def name_values(ir: str) -> dict:
     mod, err = _parse(ir)
     if err:
         return {"ok": False, "ir": None}
-    pto = llvm.create_pipeline_tuning_options(speed_level=0)
-    pb = llvm.create_pass_builder(_tm(), pto)
-    mpm = llvm.create_new_module_pass_manager()
-    mpm.add_instruction_namer_pass()
-    mpm.run(mod, pb)
+    name_values_inplace(mod)
     return {"ok": True, "ir": str(mod)}
 
 

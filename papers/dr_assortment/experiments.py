@@ -20,7 +20,7 @@ from shared.timing import time_calls
 from .bandit import run_mnl_bandit
 from .certify import certify_drao
 from .placements import PLACEMENTS, placement_values, solve_placement
-from .learning import fit_mnl_mle, make_contextual_data
+from .learning import fit_mnl_mle, fit_mnl_mle_omitting, make_contextual_data
 from .mnl import is_revenue_ordered, mnl_revenue, revenue_ordered_sets, solve_mnl_assortment, solve_mnl_lp
 from .online import etc_expected_regret, etc_exploration_length, robust_decision_gaps
 from .robust import (divergence_value, primal_robust_revenue, robust_revenue, solve_drao,
@@ -234,14 +234,33 @@ def run_scalability(params: dict, ctx: RunContext):
                 sizes.append(len(a.items))
                 rows.append({"method": "fast", "seed": j, "step": n_items, "metric": "wall_s", "value": times[-1]})
             med[n_items] = float(np.median(times))
-    ns = np.array(params["sizes"], dtype=float)
-    ts = np.array([med[n] for n in params["sizes"]])
-    slope = float(np.polyfit(np.log(ns), np.log(ts), 1)[0])
+        # control of poly-time: the same problem (KL, rho, capacity) solved by enumerating every assortment with
+        # at most C items, an exponential-time method (about 2^N subsets while N <= C), timed the same way at
+        # the small N where it can run; its log-log slope is about N ln 2 there, far above a degree-2 bound.
+        brute_sizes = [int(n) for n in params.get("control_brute_sizes", [])]
+        if brute_sizes:
+            solve_drao(v0[:8], r0[:8], rho, "kl", cap, method="brute")  # warm-up
+        brute_med = {}
+        for n_items in brute_sizes:
+            times = []
+            for j, rng in enumerate(_rngs(ctx, params["n_instances"], "brute", str(n_items))):
+                v, r = random_instance(rng, n_items)
+                t0 = time.perf_counter()
+                solve_drao(v, r, rho, "kl", cap, method="brute")
+                times.append(time.perf_counter() - t0)
+                rows.append({"method": "brute", "seed": j, "step": n_items, "metric": "wall_s", "value": times[-1]})
+            brute_med[n_items] = float(np.median(times))
+    slope = _loglog_slope(params["sizes"], [med[n] for n in params["sizes"]])
     # wall times: this experiment is marked `timing: true` in config.yaml (metrics.json is run-dependent)
     metrics = {"max_n": int(params["sizes"][-1]), "capacity": cap, "rho": rho, "sizes": list(params["sizes"]),
                "mean_size": float(np.mean(sizes)),
                "timing": {"slope": slope, "time_at_max_n": med[params["sizes"][-1]],
                           "median_s": {str(n): med[n] for n in params["sizes"]}}}
+    if len(brute_sizes) >= 2:
+        metrics["control_brute_sizes"] = brute_sizes
+        metrics["timing"]["control_brute"] = {
+            "slope": _loglog_slope(brute_sizes, [brute_med[n] for n in brute_sizes]),
+            "median_s": {str(n): brute_med[n] for n in brute_sizes}}
     return rows, metrics
 
 
@@ -283,6 +302,10 @@ def run_sample_complexity(params: dict, ctx: RunContext):
     err = {n: [] for n in ns}
     gap = {k: {n: [] for n in ns} for k in keys}
     random_gap = {n: [] for n in ns}  # control: a uniformly random assortment of offer_size items per context
+    # control of mle-rate: the MLE of a misspecified model that omits the feature with the largest |theta*_j|;
+    # its error stays >= max_j |theta*_j| >= 1/sqrt(d) at every n, so it cannot decay like n^(-1/2)
+    misspecified = bool(params.get("control_misspecified", False))
+    err_mis = {n: [] for n in ns}
     rows = []
     with threadpool_limits(1):
         for rep, rng in enumerate(_rngs(ctx, params["n_reps"], "reps")):
@@ -301,6 +324,12 @@ def run_sample_complexity(params: dict, ctx: RunContext):
                 err[n].append(e)
                 rows.append({"method": "plugin", "seed": rep, "step": n, "metric": "theta_error", "value": e,
                              "decision": "all"})
+                if misspecified:
+                    theta_m = fit_mnl_mle_omitting(feats[:n], offered[:n], choices[:n],
+                                                   int(np.argmax(np.abs(theta))))
+                    err_mis[n].append(float(np.linalg.norm(theta_m - theta)))
+                    rows.append({"method": "misspecified", "seed": rep, "step": n, "metric": "theta_error",
+                                 "value": err_mis[n][-1], "decision": "all"})
                 for k, (div, rho, cap) in zip(keys, configs):
                     gaps = robust_decision_gaps(test, theta, theta_hat, r, rho, div, cap, best=best[k])
                     gap[k][n].append(float(np.mean(gaps)))
@@ -335,6 +364,11 @@ def run_sample_complexity(params: dict, ctx: RunContext):
         "decisions": decisions, "decision_order": keys,
         "ns": ns, "n_reps": int(params["n_reps"]), "rho": configs[0][1], "divergence": configs[0][0],
     }
+    if misspecified:
+        metrics["control_misspecified"] = {
+            "err_slope_per_rep": [float(np.polyfit(np.log(ns), np.log([err_mis[n][i] for n in ns]), 1)[0])
+                                  for i in range(len(err_mis[ns[0]]))],
+            "mean_err": {str(n): float(np.mean(err_mis[n])) for n in ns}}
     return rows, metrics
 
 

@@ -110,6 +110,25 @@ def fit_mnl_mle(features, offered, choices, *, l2: float = 0.0) -> np.ndarray:
     return np.asarray(res.x, dtype=float)
 
 
+def fit_mnl_mle_omitting(features, offered, choices, omit: int) -> np.ndarray:
+    r"""MLE of a misspecified contextual MNL model that leaves feature ``omit`` out (its coefficient fixed at 0).
+
+    The negative control of the rate claim: the fit converges to the pseudo-true parameter of the smaller
+    model, whose coordinate ``omit`` is 0, so :math:`\|\hat\theta - \theta^*\| \ge |\theta^*_{omit}|` at
+    every n and the error cannot decay like :math:`n^{-1/2}`. Returns a (d,) vector with 0 at ``omit``.
+    """
+    features = np.asarray(features, dtype=float)
+    if features.ndim != 3:
+        raise ValueError(f"features must be 3-D (n, N, d), got shape {features.shape}")
+    d = features.shape[2]
+    if isinstance(omit, bool) or not isinstance(omit, (numbers.Integral, np.integer)) or not 0 <= omit < d or d < 2:
+        raise ValueError(f"omit must be a feature index in 0..{d - 1} (d >= 2), got {omit!r}")
+    keep = [j for j in range(d) if j != int(omit)]
+    theta = np.zeros(d)
+    theta[keep] = fit_mnl_mle(features[:, :, keep], offered, choices)
+    return theta
+
+
 def simulate_choices(theta, features, offered, rng: np.random.Generator) -> np.ndarray:
     """Draw one MNL choice per row (-1 = outside option) with weights exp(theta . phi) on the offered items."""
     u = np.asarray(features) @ np.asarray(theta)

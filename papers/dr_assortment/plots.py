@@ -83,7 +83,7 @@ def _scalability(res: Path, out: Path) -> None:
     sc = results.read_tidy(res / "scalability" / "results.csv")
     m = results.read_metrics(res / "scalability" / "metrics.json")
     timing = m["timing"]
-    med = sc.groupby("step")["value"].median()
+    med = sc[sc["method"] == "fast"].groupby("step")["value"].median()
     fig, axes = new_figure(width=4.4, height=3.2)
     ax = axes[0][0]
     ns = med.index.to_numpy(dtype=float)
@@ -91,6 +91,10 @@ def _scalability(res: Path, out: Path) -> None:
             label=f"fast, KL, C = {m['capacity']} (slope {timing['slope']:.2f})")
     coef = np.polyfit(np.log(ns), np.log(med.to_numpy()), 1)
     ax.plot(ns, np.exp(np.polyval(coef, np.log(ns))), ":", color=COLORS["reference"], label="log-log fit")
+    if "control_brute" in timing:  # the negative control of poly-time: brute force, same problem
+        bm = sc[sc["method"] == "brute"].groupby("step")["value"].median()
+        ax.plot(bm.index.to_numpy(dtype=float), bm.to_numpy(), "s-", color=COLORS["brute"],
+                label=f"brute, KL, C = {m['capacity']} (control, slope {timing['control_brute']['slope']:.2f})")
     perf_path = res / "performance" / "results.csv"
     if perf_path.is_file():
         perf = results.read_tidy(perf_path)
@@ -117,6 +121,9 @@ def _sample_complexity(res: Path, out: Path) -> None:
     se = np.array([m["se_err"][str(int(n))] for n in ns])
     ax.errorbar(ns, mean, yerr=se, fmt="o-", color=COLORS["robust"], capsize=3, label="MLE")
     ax.plot(ns, mean[0] * (ns / ns[0]) ** -0.5, "--", color=COLORS["reference"], label=r"$n^{-1/2}$")
+    if "control_misspecified" in m:  # the negative control of mle-rate
+        mis = np.array([m["control_misspecified"]["mean_err"][str(int(n))] for n in ns])
+        ax.plot(ns, mis, "s:", color=COLORS["nominal"], label="misspecified MLE (control)")
     ax.set_ylabel(r"$\|\hat\theta-\theta^*\|$")
     ax.set_title(f"slope {m['err_slope']:.2f}")
     ax = axes[0][1]

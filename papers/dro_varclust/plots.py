@@ -121,6 +121,12 @@ def _rho_figure(results: Path, out: Path, full: bool) -> None:
     fig, axes = new_figure(width=4.4, height=3.2)
     _grid_plot(axes[0, 0], m["rho_inits"], m["by_rho_init"], r"initial ADMM penalty $\rho_{init}$",
                PUBLISHED["rho_init"] if full else None, log=True, label=f"DRO ({m['method']})")
+    ctl = m.get("control", {}).get("first_iterates")
+    if ctl:  # the negative control of rho-insensitive: the solver returned after its first outer iteration(s)
+        xs = sorted(float(r) for r in (min(m["rho_inits"]), max(m["rho_inits"])))
+        axes[0, 0].plot(xs, [float(np.mean(list(ctl["acc_by_rho_init"][key_of(r)].values()))) for r in xs], "s--",
+                        color="0.45", label=f"control: stopped after {ctl['max_outer']} outer iteration(s)")
+        axes[0, 0].legend(fontsize=7)
     axes[0, 0].set_title(f"Sensitivity to rho_init (range of means {m['acc_range']:.3f})", fontsize=8)
     save_figure(fig, out / "rho_init_ablation.png")
 

@@ -301,9 +301,10 @@ def _nesterov_c1(X, target, rho, rng, *, lr0=0.01, momentum=0.9, max_inner=5000,
                        f"{restarts + 1} x {max_inner} iterations (best objective {best:.6g})")
 
 
-def _admm_paper(X, s, rho, max_iter, C1):
+def _admm_paper(X, s, rho, max_iter, C1, strict=True):
     r"""The release's splitting: C1 (diag 0) by an inner gradient loop, C2 = prox of the operator norm,
-    scaled dual U for C1 + C2 = I; residual balancing (mu 5, tau 2); at most ``max_iter`` outer iterations."""
+    scaled dual U for C1 + C2 = I; residual balancing (mu 5, tau 2); at most ``max_iter`` outer iterations
+    (``strict=False``: then the last C1 is returned instead of raising)."""
     n, p = X.shape
     I = np.eye(p)
     C2 = np.zeros((p, p)) if C1 is None else I - C1  # the release starts from C2 = 0
@@ -321,6 +322,8 @@ def _admm_paper(X, s, rho, max_iter, C1):
         eps_p = p * 1e-5 + 1e-4 * max(np.linalg.norm(C1), np.linalg.norm(C2), np.sqrt(p))
         eps_d = p * 1e-5 + 1e-4 * rho * np.linalg.norm(U)
         if r_p <= eps_p and r_d <= eps_d:
+            return C1, it
+        if not strict and it == int(max_iter):
             return C1, it
         rho, (U,) = _balance(rho, [U], r_p, eps_p, r_d, eps_d)
     raise RuntimeError(f"solve_dro_nodewise(method='admm_paper') did not converge in {max_iter} outer iterations: "
@@ -359,8 +362,8 @@ def solve_dro_nodewise(X, penalty: float, *, method: str = "admm", rho_init: flo
         optimum), or ``"cvxpy"`` (conic reference through :func:`shared.solvers.solve`; for p up to about 60).
     rho_init : initial ADMM penalty; warm_start : (p, p) starting C1 (its diagonal is ignored).
     relax : over-relaxation of ``"admm"`` in (0, 2) (Boyd et al. 2011, sec. 3.4.3; 1 = plain ADMM).
-    strict : ``"admm"`` only; False returns the iterate after ``max_iter`` iterations instead of raising (used
-        for the early-stopped negative control of the solver check).
+    strict : ``"admm"`` and ``"admm_paper"``; False returns the iterate after ``max_iter`` iterations instead of
+        raising (used for the early-stopped negative controls of the solver check and the rho_init ablation).
     warm_state : ``"admm"`` only; the ``state`` of an earlier solution on the same X (e.g. another radius):
         primal and dual iterates and rho start from it (faster than ``warm_start``, which sets C1 only).
     anderson : ``"admm"`` only; memory of the safeguarded Anderson acceleration (0 = plain ADMM, the same
@@ -384,7 +387,7 @@ def solve_dro_nodewise(X, penalty: float, *, method: str = "admm", rho_init: flo
         B, n_iter, state = _admm(X, s, float(rho_init), float(abs_tol), float(rel_tol), int(max_iter), warm,
                                  float(relax), bool(strict), warm_state, int(anderson))
     elif method == "admm_paper":
-        B, n_iter = _admm_paper(X, s, float(rho_init), min(int(max_iter), 5000), warm)
+        B, n_iter = _admm_paper(X, s, float(rho_init), min(int(max_iter), 5000), warm, bool(strict))
     else:
         (B, backend), n_iter = _cvxpy(X, s), 0
     B = np.array(B, dtype=float)

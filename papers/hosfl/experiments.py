@@ -48,6 +48,13 @@ def finite_p_alignment_factor(P: int) -> float:
     return float(np.sqrt(2.0) * np.exp(gammaln((P + 1) / 2) - gammaln(P / 2)) / np.sqrt(P))
 
 
+def _points(a, b):
+    """100 (a - b) in accuracy points, rounded to 1e-9 points. Test accuracies are multiples of 1 / (evaluations x
+    test images) (1/1080 for the last 3 evaluations of 360 images: 0.093 points), so a difference that is exactly a
+    threshold (a tie) must not come out a few ulps below it."""
+    return round(100 * (float(a) - float(b)), 9)
+
+
 def _censored(r, rounds, eval_every):
     """rounds_to_90 with "never" counted as one evaluation past the horizon (a lower bound)."""
     return int(rounds + eval_every) if r is None else int(r)
@@ -179,6 +186,8 @@ def training(params: dict, ctx: RunContext):
         K = out0["n_clients"]
         m["bytes_per_client_round"] = {c: float(out0["bytes"][c].sum()) / (rounds * K) for c in CATEGORIES}
         m["client_dim"] = int(out0["client_dim"])
+        if "client_rounds_missed" in out0:
+            m["client_rounds_missed"] = int(out0["client_rounds_missed"])
         if "replay_error" in out0:
             m["replay_error"] = max(float(o["replay_error"]) for _, _, o, _ in per_seed)
             m["n_rejoins"] = int(out0["n_rejoins"])
@@ -263,8 +272,8 @@ def _comparisons(metrics):
         if "hosfl" in r:
             c["r90_ratio_sfl_fo_tau1_hosfl"] = (r["sfl_fo_tau1"]["rounds_to_90_censored"]
                                                 / r["hosfl"]["rounds_to_90_censored"])
-    for name, m in r.items():   # straggler-rate runs against the full-participation HO-SFL run
-        if name != "hosfl" and "replay_error" in m and "hosfl" in r:
+    for name, m in r.items():   # straggler-rate runs (replay, or the no-catch-up control) against full participation
+        if name != "hosfl" and "hosfl" in r and ("replay_error" in m or m.get("method") == "hosfl_no_catchup"):
             c[f"{name}_minus_hosfl_points"] = 100 * (m["final_acc"] - r["hosfl"]["final_acc"])
             c[f"{name}_r90_ratio"] = m["rounds_to_90_censored"] / r["hosfl"]["rounds_to_90_censored"]
     metrics["compare"] = c
@@ -504,7 +513,10 @@ def pretrained(params: dict, ctx: RunContext):
 def p_sweep(params: dict, ctx: RunContext):
     """HO-SFL against the number of perturbations P (IID, random init, the same client lr for every P):
     rounds to 90% test accuracy ("never" counted as one evaluation past the horizon), final_acc and the
-    in-training alignment cos(ghat, g) against sqrt(P/(d_c + P + 1)), mean over ``seeds``."""
+    in-training alignment cos(ghat, g) against sqrt(P/(d_c + P + 1)), mean over ``seeds``. Each method in
+    ``controls`` (e.g. hosfl_decoupled, whose client step does not use the P projections) runs at the smallest
+    and the largest P only, with the same seeds; its final_acc difference is
+    ``compare.<method>_acc_Pmax_minus_Pmin_points``."""
     _torch_setup()
     common = dict(params["common"])
     rounds, eval_every = int(common["rounds"]), int(common.get("eval_every", 10))
@@ -527,30 +539,50 @@ def p_sweep(params: dict, ctx: RunContext):
         rows += [{"method": "hosfl", "seed": 0, "step": P, "metric": "rounds_to_90_censored", "value": r90[str(P)]},
                  {"method": "hosfl", "seed": 0, "step": P, "metric": "final_acc", "value": acc[str(P)]}]
     lo, hi = str(P_list[0]), str(P_list[-1])
+    controls = {}
+    for method in params.get("controls", []):   # negative controls, run at the smallest and the largest P only
+        cacc = {}
+        for P in sorted({P_list[0], P_list[-1]}):
+            accs = []
+            for seed in params.get("seeds", [0]):
+                root = int(seeding.generator(ctx.seed, "run", str(seed)).integers(2 ** 31))
+                r = run_split_training(method, n_perturbations=P, seed=root, **{**common, "track_alignment": False})
+                accs.append(r["final_acc"])
+                arrays[f"{method}_P{P}__s{seed}__round"] = r["round"]
+                arrays[f"{method}_P{P}__s{seed}__acc"] = r["test_accuracy"]
+                ctx.log(f"control {method} P={P} seed {seed}: final_acc {r['final_acc']:.4f}")
+            cacc[str(P)] = float(np.mean(accs))
+        controls[method] = {"final_acc": cacc, "acc_Pmax_minus_Pmin_points": _points(cacc[hi], cacc[lo])}
     metrics = {"P_list": P_list, "rounds": rounds, "rounds_to_90_censored": r90, "final_acc": acc,
                "final_acc_se": acc_se, "alignment_ratio": align,
                "alignment_finite_p_factor": {str(P): finite_p_alignment_factor(P) for P in P_list},
                "compare": {"r90_ratio_Pmin_Pmax": r90[lo] / r90[hi],
-                           "acc_Pmax_minus_Pmin_points": 100 * (acc[hi] - acc[lo]),
-                           "alignment_ratio_min": min(align.values()), "alignment_ratio_max": max(align.values())}}
+                           "acc_Pmax_minus_Pmin_points": _points(acc[hi], acc[lo]),
+                           "alignment_ratio_min": min(align.values()), "alignment_ratio_max": max(align.values())},
+               "control": controls}
+    for method, c in controls.items():
+        metrics["compare"][f"{method}_acc_Pmax_minus_Pmin_points"] = c["acc_Pmax_minus_Pmin_points"]
     write_arrays(ctx.out_dir / "curves.npz", **arrays)
     return rows, metrics
 
 
 def width_sweep(params: dict, ctx: RunContext):
     """final_acc of HO-SFL and pure ZO (SFL-ZO, fixed lr) as the client width (cut_dim) and the server width
-    (hidden_dim) grow. Pure ZO perturbs d_c + d_s coordinates, HO-SFL only d_c. A run whose parameters
+    (hidden_dim) grow. Pure ZO perturbs d_c + d_s coordinates, HO-SFL only d_c. Each method in ``controls``
+    (e.g. frozen: HO-SFL's first-order server with the client never updated) runs at every width too and
+    ``compare.<method>_minus_sfl_zo_min_points`` is its smallest margin over pure ZO. A run whose parameters
     become non-finite is recorded as diverged (final_acc null)."""
     _torch_setup()
     common = {"track_alignment": False, **dict(params["common"])}
     root = int(seeding.generator(ctx.seed, "run", "0").integers(2 ** 31))
     res, dims, diverged, cache = {"cut_dim": {}, "hidden_dim": {}}, {"cut_dim": {}, "hidden_dim": {}}, [], {}
     zo_lr = float(params.get("sfl_zo_lr", 3e-3))
+    controls = [str(c) for c in params.get("controls", [])]   # e.g. frozen: the first-order server alone
     for key, values in (("cut_dim", params["cut_dims"]), ("hidden_dim", params["hidden_dims"])):
         for v in values:
             mk = {"cut_dim": 32, "hidden_dim": 64, key: int(v)}
             res[key][str(v)] = {}
-            for method, lr in (("hosfl", None), ("sfl_zo", zo_lr)):
+            for method, lr in (("hosfl", None), ("sfl_zo", zo_lr)) + tuple((c, None) for c in controls):
                 ck = (method, mk["cut_dim"], mk["hidden_dim"])
                 if ck not in cache:
                     try:
@@ -570,13 +602,16 @@ def width_sweep(params: dict, ctx: RunContext):
         return 0.1 if a is None else a   # a diverged run counts as chance level in the comparisons
 
     h_lo, h_hi = params["hidden_dims"][0], params["hidden_dims"][-1]
-    gap = {str(v): 100 * (acc("hidden_dim", v, "hosfl") - acc("hidden_dim", v, "sfl_zo")) for v in params["hidden_dims"]}
-    compare = {"hosfl_hidden_change_points": 100 * (acc("hidden_dim", h_hi, "hosfl") - acc("hidden_dim", h_lo, "hosfl")),
-               "sfl_zo_hidden_change_points": 100 * (acc("hidden_dim", h_hi, "sfl_zo") - acc("hidden_dim", h_lo, "sfl_zo")),
+    gap = {str(v): _points(acc("hidden_dim", v, "hosfl"), acc("hidden_dim", v, "sfl_zo")) for v in params["hidden_dims"]}
+    compare = {"hosfl_hidden_change_points": _points(acc("hidden_dim", h_hi, "hosfl"), acc("hidden_dim", h_lo, "hosfl")),
+               "sfl_zo_hidden_change_points": _points(acc("hidden_dim", h_hi, "sfl_zo"), acc("hidden_dim", h_lo, "sfl_zo")),
                "hosfl_minus_sfl_zo_points_by_hidden": gap,
-               "gap_growth_hidden_points": gap[str(h_hi)] - gap[str(h_lo)],
-               "hosfl_minus_sfl_zo_min_points": min(100 * (acc(k, v, "hosfl") - acc(k, v, "sfl_zo"))
+               "gap_growth_hidden_points": round(gap[str(h_hi)] - gap[str(h_lo)], 9),
+               "hosfl_minus_sfl_zo_min_points": min(_points(acc(k, v, "hosfl"), acc(k, v, "sfl_zo"))
                                                     for k in res for v in res[k])}
+    for c in controls:   # the control in HO-SFL's place against pure ZO, at every width
+        compare[f"{c}_minus_sfl_zo_min_points"] = min(_points(acc(k, v, c), acc(k, v, "sfl_zo"))
+                                                      for k in res for v in res[k])
     rows = [{"method": m, "seed": 0, "step": int(v), "metric": f"final_acc_{key}", "value": a}
             for key, d in res.items() for v, dd in d.items() for m, a in dd.items() if a is not None]
     return rows, {"final_acc": res, "dims": dims, "diverged": diverged, "sfl_zo_lr": zo_lr,

@@ -18,7 +18,9 @@ LABELS = {"sfl_fo_tau1": "SFL-FO (tau=1)", "sfl_fo_tau10": "SFL-FO (tau=10)", "h
           "frozen": "frozen client", "sfl_zo": "SFL-ZO (pure ZO)", "mu_splitfed": "MU-SplitFed",
           "sfl_fo": "SFL-FO", "hosfl_stragglers30": "HO-SFL, 30% stragglers (replay)",
           "hosfl_decoupled": "control: HO-SFL, scalars decoupled", "fsl_sage": "FSL-SAGE (reconstructed)",
-          "hosfl_grad": "control: HO-SFL step with gradients enabled", "inference": "inference only (no-grad forward)"}
+          "hosfl_grad": "control: HO-SFL step with gradients enabled",
+          "hosfl_stragglers30_no_catchup": "control: 30% stragglers, no catch-up (rounds lost)",
+          "inference": "inference only (no-grad forward)"}
 CATEGORY_LABELS = {"cut.act_up": "cut activations up", "cut.labels_up": "labels up",
                    "cut.grad_down": "cut gradients down", "cut.scalar_down": "cut scalars down",
                    "weights.up": "client weights / scalars up", "weights.down": "client weights / scalars down",
@@ -27,6 +29,7 @@ COLORS = method_colors(["hosfl", "sfl_fo_tau1", "sfl_fo_tau10", "frozen", "sfl_z
 COLORS["sfl_fo"] = COLORS["sfl_fo_tau1"]
 COLORS["hosfl_stragglers30"] = COLORS["sfl_fo_tau10"]
 COLORS["hosfl_decoupled"] = "0.6"
+COLORS["hosfl_stragglers30_no_catchup"] = "0.6"
 COLORS["fsl_sage"] = COLORS["sfl_fo_tau10"]
 PANELS = (("iid", "IID, random init"), ("dirichlet", "Dirichlet 0.1, random init"), ("pca", "IID, PCA init"),
           ("adamw", "IID, random init, AdamW"), ("straggler_rate", "IID, 30% stragglers a round"),
@@ -176,6 +179,10 @@ def _p_sweep(results: Path, out: Path) -> None:
     ax.legend(fontsize=7)
     ax = axes[0, 1]
     ax.plot(P, acc, marker="o", color=COLORS["hosfl"], label="HO-SFL")
+    for method, c in met.get("control", {}).items():
+        Pc = sorted(int(p) for p in c["final_acc"])
+        ax.plot(Pc, [c["final_acc"][str(p)] for p in Pc], marker="s", linestyle="--", color=COLORS.get(method, "0.6"),
+                label=LABELS.get(method, method))
     ax.set_xscale("log")
     ax.set_xlabel("perturbations P")
     ax.set_ylabel("final test accuracy")
@@ -188,7 +195,8 @@ def _width_sweep(results: Path, out: Path) -> None:
     fig, axes = new_figure(ncols=2)
     for ax, key in zip(axes[0], ("cut_dim", "hidden_dim")):
         widths = sorted(met[key], key=int)
-        for method in ("hosfl", "sfl_zo"):
+        methods = [m for m in ("hosfl", "sfl_zo", "frozen") if all(m in met[key][w] for w in widths)]
+        for method in methods:
             vals = [np.nan if met[key][w][method] is None else met[key][w][method] for w in widths]
             ax.plot([int(w) for w in widths], vals, marker="o", color=COLORS[method], label=LABELS[method])
         ax.set_xscale("log", base=2)

@@ -16,6 +16,11 @@ Methods (``run_split_training(method, ...)``):
 * ``hosfl_decoupled`` (a negative control): HO-SFL whose client steps with the measured scalars vbar_p but
   along directions rebuilt from P freshly drawn seeds, not the ones the scalars were measured on. The step has
   the same size and no information about the gradient: a random walk of the client.
+* ``hosfl_no_catchup`` (a negative control of the straggler claim): HO-SFL in which every client keeps its own
+  copy of theta_c and an absent client's rounds are simply lost: it neither replays them nor downloads the
+  model, and on return it measures its scalars at its stale copy and applies the broadcast steps from then
+  on. Test accuracy is the mean over the N clients of the accuracy of each client's own copy with the shared
+  server (with full participation every copy equals HO-SFL's shared model).
 """
 from __future__ import annotations
 
@@ -34,13 +39,14 @@ from papers.hosfl import hybrid as H
 from papers.hosfl.data import DATASETS, PARTITIONS, load_dataset, make_partition
 from papers.hosfl.model import SplitMLP
 
-__all__ = ["METHODS", "INITS", "OPTIMIZERS", "ADAMW_METHODS", "DEFAULT_CLIENT_LR", "run_split_training", "final_accuracy", "rounds_to_target",
+__all__ = ["METHODS", "STRAGGLER_METHODS", "INITS", "OPTIMIZERS", "ADAMW_METHODS", "DEFAULT_CLIENT_LR", "run_split_training", "final_accuracy", "rounds_to_target",
            "make_stepper", "Setup", "setup"]
 
-METHODS = ("sfl_fo", "hosfl", "sfl_zo", "mu_splitfed", "frozen", "hosfl_decoupled")
+METHODS = ("sfl_fo", "hosfl", "sfl_zo", "mu_splitfed", "frozen", "hosfl_decoupled", "hosfl_no_catchup")
+STRAGGLER_METHODS = ("hosfl", "hosfl_no_catchup")   # methods that accept stragglers / straggler_fraction
 INITS = ("random", "pca")
 DEFAULT_CLIENT_LR = {"sfl_fo": 0.05, "hosfl": 0.005, "sfl_zo": 1e-3, "mu_splitfed": 1e-2, "frozen": 0.0,
-                     "hosfl_decoupled": 0.005}
+                     "hosfl_decoupled": 0.005, "hosfl_no_catchup": 0.005}
 OPTIMIZERS = H.OPTIMIZERS
 ADAMW_METHODS = ("sfl_fo", "hosfl", "frozen", "hosfl_decoupled")   # methods with a first-order server (the ZO baselines use plain SGD)
 CATEGORIES = ("cut.act_up", "cut.labels_up", "cut.grad_down", "cut.scalar_down", "weights.up", "weights.down",
@@ -234,6 +240,61 @@ class _HOSFL(_ServerFO):
         return float(ghat @ g / (np.linalg.norm(ghat) * np.linalg.norm(g) + 1e-300))
 
 
+class _HOSFLNoCatchup(_ServerFO):
+    """HO-SFL with one copy of theta_c per client and no catch-up (a negative control): a present client
+    measures its scalars at its own copy, every present client steps its copy (and its own optimizer state)
+    with the broadcast (seeds, vbar) through :func:`papers.hosfl.hybrid.client_update`, an absent client's
+    copy and state stay as they were. With every client present in every round the copies stay equal to
+    HO-SFL's shared model."""
+
+    def __init__(self, s, *, n_clients=10, **kw):
+        super().__init__(s, **kw)
+        self.copies = np.tile(self.theta_c, (n_clients, 1))
+        self.bufs = [None] * n_clients
+        self.history, self.alignment = [], []
+
+    def step(self, t, clients, X, Y):
+        m, B = self.m, X.shape[1]
+        clients = [int(k) for k in clients]
+        th = torch.from_numpy(self.copies[clients])
+        tc = time.perf_counter()
+        with torch.no_grad():
+            Z = H.client_apply(m, X, th)
+        self.client_time += time.perf_counter() - tc
+        losses, lam = self.server_pass(Z, Y)
+        seeds = self.draw_seeds(self.P)
+        tc = time.perf_counter()
+        u = torch.from_numpy(perturbation_directions(seeds, self.d_c)).to(self.s.dtype)
+        v = np.empty((len(clients), self.P))
+        with torch.no_grad():
+            for p in range(self.P):
+                Zp = H.client_apply(m, X, th + self.mu * u[p])
+                v[:, p] = (lam * (Zp - Z)).to(torch.float64).sum(dim=(1, 2)).numpy()
+        vbar = v.mean(axis=0)
+        for k in clients:
+            self.copies[k], self.bufs[k] = H.client_update(self.copies[k], seeds, vbar, self.mu, lr=self.client_lr,
+                                                           momentum=self.momentum, buf=self.bufs[k],
+                                                           optimizer=self.optimizer,
+                                                           weight_decay=self.weight_decay)
+        self.client_time += time.perf_counter() - tc
+        self.theta_c = self.copies.mean(axis=0).astype(self.copies.dtype)
+        self.history.append((seeds, vbar, self.mu))
+        self.book_cut(t, clients, B)
+        self.book("weights.up", self.P * FLOAT32_BYTES, t, clients)
+        self.book("weights.down", self.P * FLOAT32_BYTES, t, clients)
+        self.book("seeds.down", self.P * UINT32_BYTES, t, clients)
+        return float(losses.mean())
+
+    def accuracy(self) -> float:
+        """Mean over the clients of the test accuracy of each client's own copy with the shared server."""
+        with torch.no_grad():
+            N = self.copies.shape[0]
+            x = self.s.x_test.unsqueeze(0).expand(N, *self.s.x_test.shape)
+            Z = H.client_apply(self.m, x, torch.from_numpy(self.copies))
+            out = self.m.server(Z.reshape(-1, Z.shape[-1])).view(N, -1, self.m.n_classes)
+            return float((out.argmax(-1) == self.s.y_test.unsqueeze(0)).to(torch.float64).mean())
+
+
 class _SFLFO(_ServerFO):
     def __init__(self, s, *, tau=1, n_clients=10, **kw):
         super().__init__(s, **kw)
@@ -380,6 +441,8 @@ def make_stepper(method, s: Setup, *, n_perturbations=5, mu=1e-3, server_lr=0.05
         return _HOSFL(s, update_client=False, **kw)
     if method == "hosfl_decoupled":
         return _HOSFL(s, decoupled=True, track_alignment=False, **kw)
+    if method == "hosfl_no_catchup":
+        return _HOSFLNoCatchup(s, n_clients=n_clients, **kw)
     if method == "sfl_fo":
         return _SFLFO(s, tau=tau, n_clients=n_clients, **kw)
     if method == "sfl_zo":
@@ -400,15 +463,16 @@ def run_split_training(method, *, rounds, n_clients=10, partition="iid", dirichl
     Each round every present client draws ``batch_size`` of its indices (``shared.fed.draw_batch``); batches,
     partition, model init and perturbation seeds come from separate streams of ``seed``, so every method sees
     the same problem. ``client_lr=None`` takes ``DEFAULT_CLIENT_LR[method]`` (0.05 sfl_fo, 0.005 hosfl).
-    ``stragglers`` ({client: (first_absent_round, last_absent_round)}, hosfl only): the client skips those
-    rounds, then replays the logged (seeds, vbar, mu) with :func:`papers.hosfl.hybrid.replay_client` and the
-    run records max |replayed - live| as ``replay_error``. ``model_kwargs`` (e.g. ``cut_dim``, ``hidden_dim``)
+    ``stragglers`` ({client: (first_absent_round, last_absent_round)}, hosfl and hosfl_no_catchup): the client
+    skips those rounds, then (hosfl) replays the logged (seeds, vbar, mu) with
+    :func:`papers.hosfl.hybrid.replay_client` and the run records max |replayed - live| as ``replay_error``. ``model_kwargs`` (e.g. ``cut_dim``, ``hidden_dim``)
     go to :class:`papers.hosfl.model.SplitMLP` (width sweeps). ``optimizer`` "sgd" (momentum) or "adamw"
     (torch's AdamW with ``weight_decay`` on both sides; methods sfl_fo, hosfl, frozen). ``straggler_fraction``
-    (hosfl only): each round round(fraction N) clients, drawn from their own stream, are absent; a client
-    replays the rounds it missed when it is next present (and at the end), and the catch-up download
-    (P seeds and P scalars per missed round) is booked in ``seeds.down`` and ``weights.down``. ``dataset``
-    "digits" or "synthetic" (``make_classification``, options in ``dataset_kwargs``).
+    (hosfl and hosfl_no_catchup): each round round(fraction N) clients, drawn from their own stream, are
+    absent; under hosfl a client replays the rounds it missed when it is next present (and at the end), and
+    the catch-up download (P seeds and P scalars per missed round) is booked in ``seeds.down`` and
+    ``weights.down``; under hosfl_no_catchup the missed rounds are lost (``client_rounds_missed`` counts them).
+    ``dataset`` "digits" or "synthetic" (``make_classification``, options in ``dataset_kwargs``).
 
     Returns a dict: ``round`` and ``test_accuracy`` (every ``eval_every`` rounds), ``train_loss`` (per round),
     ``bytes`` (category -> per-round totals), ``final_acc``, ``rounds_to_90``, ``client_vector`` (final),
@@ -436,13 +500,14 @@ def run_split_training(method, *, rounds, n_clients=10, partition="iid", dirichl
         raise ValueError(f"momentum must lie in [0, 1), got {momentum!r}")
     momentum = float(momentum)
     stragglers = dict(stragglers or {})
-    if stragglers and method != "hosfl":
-        raise ValueError(f"stragglers are only supported for method 'hosfl', got method {method!r}")
+    if stragglers and method not in STRAGGLER_METHODS:
+        raise ValueError(f"stragglers are only supported for methods {list(STRAGGLER_METHODS)}, got method {method!r}")
     straggler_fraction = float(straggler_fraction)
     if not 0 <= straggler_fraction < 1:
         raise ValueError(f"straggler_fraction must lie in [0, 1), got {straggler_fraction!r}")
-    if straggler_fraction > 0 and method != "hosfl":
-        raise ValueError(f"straggler_fraction is only supported for method 'hosfl', got method {method!r}")
+    if straggler_fraction > 0 and method not in STRAGGLER_METHODS:
+        raise ValueError(f"straggler_fraction is only supported for methods {list(STRAGGLER_METHODS)}, "
+                         f"got method {method!r}")
     if stragglers and straggler_fraction > 0:
         raise ValueError("give either stragglers or straggler_fraction, not both")
     n_absent = int(round(straggler_fraction * n_clients))
@@ -470,6 +535,8 @@ def run_split_training(method, *, rounds, n_clients=10, partition="iid", dirichl
     absent_rng = seeding.generator(seed, "stragglers") if n_absent else None
     eval_rounds, acc, losses = [], [], []
     held, replay_errors, n_rejoins, n_replayed = {}, {}, [0], [0]
+    catch_up = method == "hosfl"   # hosfl_no_catchup: an absent client's rounds are lost, nothing is replayed
+    n_missed = 0
     for t in range(rounds):
         if n_absent:
             absent = set(int(k) for k in sample_clients(n_clients, n_absent, absent_rng))
@@ -478,6 +545,9 @@ def run_split_training(method, *, rounds, n_clients=10, partition="iid", dirichl
         present = []
         for k in range(n_clients):
             if k in absent:
+                n_missed += 1
+                if not catch_up:
+                    continue
                 if k not in held:  # leaves holding the synchronised state of the start of round t
                     held[k] = (stepper.theta_c.copy(), _copy_state(stepper.buf), t)
                 continue
@@ -507,7 +577,11 @@ def run_split_training(method, *, rounds, n_clients=10, partition="iid", dirichl
     if method == "hosfl":
         out["alignment"] = np.array(stepper.alignment)
         out["history"] = stepper.history
-    if stragglers or n_absent:
+    if method == "hosfl_no_catchup":
+        out["history"] = stepper.history
+        out["client_vectors"] = stepper.copies.copy()
+        out["client_rounds_missed"] = n_missed
+    if (stragglers or n_absent) and catch_up:
         out["replay_error"] = max(replay_errors.values()) if replay_errors else 0.0
         out["replay_errors"] = replay_errors
         out["n_rejoins"], out["rounds_replayed"] = n_rejoins[0], n_replayed[0]

@@ -25,6 +25,7 @@ import numpy as np
 from shared.experiment import RunContext, main
 from shared.provenance import hardware
 from shared.results import write_arrays
+from shared.timing import time_calls
 
 from .baselines import FullModel, _slsqp, grid_optimum, run_batch, random_starts, slsqp_multistart
 from .concavity import sos_concavity_certificate, sos_monotonicity_certificate
@@ -79,9 +80,8 @@ def _warm_up() -> None:
 
 def _timed(fn, *args, **kwargs):
     """``fn(*args, **kwargs)`` and the CPU seconds of this process it took (the solvers run in-process)."""
-    t0 = time.process_time()
-    out = fn(*args, **kwargs)
-    return out, time.process_time() - t0
+    t = time_calls(lambda: fn(*args, **kwargs))
+    return t.output, t.cpu_s[0]
 
 
 # ----------------------------------------------------------------------------------------------- (a)

@@ -113,8 +113,9 @@ def min_level(polys) -> int:
     return max([1] + [math.ceil(P.degree(p) / 2) for p in polys])
 
 
-def strategy_constraints(groups, n: int) -> tuple[list, list]:
-    r"""The linear set :math:`L` and the pairwise products :math:`\{g g' : g \ne g' \in L\}`.
+def strategy_polytope(groups, n: int) -> list:
+    r"""The linear set :math:`L = \{x_i \ge 0\} \cup \{1 - \sum_{i \in I} x_i \ge 0\}` describing the strategy
+    polytope (each infoset's simplex with its last coordinate eliminated), as polynomials :math:`g \ge 0`.
 
     ``groups``: for each information set, the indices of its free variables (one group per infoset).
     """
@@ -126,6 +127,13 @@ def strategy_constraints(groups, n: int) -> tuple[list, list]:
         for i in idx:
             last = P.add(last, P.scale(P.var(i, n), -1.0))
         lin.append(last)
+    return lin
+
+
+def strategy_constraints(groups, n: int) -> tuple[list, list]:
+    r"""The linear set :math:`L` of :func:`strategy_polytope` and the pairwise products
+    :math:`\{g g' : g \ne g' \in L\}`."""
+    lin = strategy_polytope(groups, n)
     prods = [P.mul(lin[a], lin[b]) for a in range(len(lin)) for b in range(a + 1, len(lin))]
     return lin, prods
 

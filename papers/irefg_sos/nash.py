@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import poly as P
-from .hierarchy import min_level, moment_relaxation, single_player_bound, strategy_constraints
+from .hierarchy import min_level, moment_relaxation, single_player_bound, strategy_constraints, strategy_polytope
 
 __all__ = ["NashResult", "sos_nash", "nash_conv", "kkt_constraints", "best_response", "nash_conv_lipschitz",
            "no_ne_grid_certificate", "no_ne_exact_certificate"]
@@ -342,14 +342,9 @@ def _z3_poly(p: dict, xs):
 
 
 def _z3_polytope(xs, groups):
-    """:math:`x \\ge 0` and :math:`\\sum_{j \\in I} x_j \\le 1` for every infoset group (eliminated simplices)."""
-    import z3
-
-    cons = []
-    for g in groups:
-        cons += [xs[j] >= 0 for j in g]
-        cons.append(z3.Sum([xs[j] for j in g]) <= 1)
-    return cons
+    """The strategy polytope of :func:`~papers.irefg_sos.hierarchy.strategy_polytope` (:math:`x \ge 0` and
+    :math:`\sum_{j \in I} x_j \le 1` for every infoset group) as z3 constraints on ``xs``."""
+    return [_z3_poly(g, xs) >= 0 for g in strategy_polytope(groups, len(xs))]
 
 
 def no_ne_exact_certificate(game, *, timeout_s: float = 60.0) -> dict:

@@ -13,6 +13,7 @@ from shared.experiment import RunContext, main
 from shared.results import write_arrays, write_metrics
 
 from papers.oak import data as D
+from papers.oak.controls import linear_pixel_control
 from papers.oak.dynamics import kernel_dynamics
 from papers.oak.kernels import kernel_matrix, per_example_jacobian
 from papers.oak.metrics import kernel_alignment, spearman
@@ -202,12 +203,15 @@ def digits(params: dict, ctx: RunContext):
                           .numpy() == y_pool).mean())
     ctx.log(f"pretrained MLP {hidden}: pool accuracy {pool_acc:.3f}")
     n_tr, n_te = int(params["n_train"]), int(params["n_test"])
-    rows, runs, by_group = [], {}, {}
+    rows, runs, by_group, lin_ctrl = [], {}, {}, {}
     for seed in ctx.progress(params["seeds"], total=len(params["seeds"]), what="seeds"):
         idx = D.sample_words(len(y_pool), n_tr, n_te, ctx.generator("subset", str(seed)))
         imgs, labels = x_pool[idx], np.where(y_pool[idx] % 2 == 0, 1.0, -1.0)
         for alpha in params["alphas"]:
             x = D.rotate_images(imgs, float(alpha))
+            # negative control of the discrepancy claims: a linear model on the raw pixels (no pretraining)
+            lin_ctrl[(int(seed), float(alpha))] = linear_pixel_control(
+                x, labels[:n_tr], n_tr, min(map(float, params["lrs"])), T_max, T0)
             xt = torch.as_tensor(x, dtype=torch.float32)
             x64 = torch.as_tensor(x, dtype=torch.float64)
             proto = DigitsFineTune(pre, seed=int(seed))
@@ -257,7 +261,13 @@ def digits(params: dict, ctx: RunContext):
         "groups": summary, "checkpoints": ck, "pretrain_pool_acc": pool_acc,
         "first_step": {"oak_e2": float(np.median(first_e2)), "ntk": float(np.median(first_ntk))},
         "drift": {"spearman_median": sp, "lr_ratio_T_max": ratio},
-        "discrepancy": {"alignment_frac": align_frac, "error_frac": err_frac},
+        "discrepancy": {"alignment_frac": align_frac, "error_frac": err_frac, "control": {"linear_pixels": {
+            "alignment_frac": float(np.mean([lin_ctrl[(s, a_hi)]["alignment"] < lin_ctrl[(s, a_lo)]["alignment"]
+                                             for s in seeds])),
+            "error_frac": float(np.mean([lin_ctrl[(s, a_hi)]["relerr_e1"] > lin_ctrl[(s, a_lo)]["relerr_e1"]
+                                         for s in seeds])),
+            "per_seed": {f"a{int(a)}": {k: [lin_ctrl[(s, a)][k] for s in seeds] for k in ("alignment", "relerr_e1")}
+                         for a in (a_lo, a_hi)}}}},
         "lr_ratio_e1_T_max": float(np.median([runs[(hi, (s, a_lo))]["relerr"]["oak_e1"][-1] for s in seeds]) /
                                    np.median([runs[(lo, (s, a_lo))]["relerr"]["oak_e1"][-1] for s in seeds])),
         "p": int(J.shape[1])}}
@@ -467,10 +477,18 @@ def minilm(params: dict, ctx: RunContext):
     ctx.record(load_s=round(time.perf_counter() - t0, 2), device=device)
     n_tr, n_te = int(params["n_train"]), int(params["n_test"])
     rows, runs, by_group, mb_by_group = [], {}, {}, {}
+    lo_group = f"sentiment_{_lr_key(min(map(float, params['lrs']['sentiment'])))}"
+    task_lo = {task: min(map(float, params["lrs"][task])) for task in params["tasks"]}
+    ctrl_enc = params.get("control_encoder")
+    ctrl_tok, ctrl_model = load_encoder(ctrl_enc, seed=ctx.seed + 1) if ctrl_enc else (None, None)
+    rand_ctrl = {}
     recon_err = 0.0
     for seed in ctx.progress(params["seeds"], total=len(params["seeds"]), what="seeds"):
         idx = D.sample_words(len(words), n_tr, n_te, ctx.generator("words", str(seed)))
         ws = [words[i] for i in idx]
+        if ctrl_enc:  # the discrepancy claims with the pretraining switched off: a random encoder's top
+            rand_ctrl[int(seed)] = _random_encoder_control(ctrl_tok, ctrl_model, ws, means[idx], task_lo, n_tr, T_max,
+                                                           ck, T0, int(seed), int(params["chunk_size"]))
         a, mask, hidden = minilm_features(tokenizer, encoder, ws)
         proto = MiniLMTop(encoder, seed=int(seed)).to(device)
         with torch.no_grad():
@@ -507,9 +525,14 @@ def minilm(params: dict, ctx: RunContext):
                                ck, T0, drift_T=drift_T,
                                drift_kernel=lambda m: _gram(per_example_jacobian(m, (a[:n_tr].numpy(), mask[:n_tr].numpy()),
                                                                         chunk_size=int(params["chunk_size"]))))
-                res = compare(J, n_tr, f0[:n_tr], f0[n_tr:], y[:n_tr], y[n_tr:], run, lr, ck, base=base)
-                res.update(alignment=align, probe_acc=probe)
                 group = f"{task}_{_lr_key(lr)}"
+                controls = None
+                if group == lo_group:  # negative controls of the claims on this group (see compare)
+                    cg = ctx.generator("controls", str(seed))
+                    controls = {"perm": cg.permutation(J.shape[1]), "warm1": True, "label_perm": cg.permutation(n_tr)}
+                res = compare(J, n_tr, f0[:n_tr], f0[n_tr:], y[:n_tr], y[n_tr:], run, lr, ck, base=base,
+                              controls=controls)
+                res.update(alignment=align, probe_acc=probe)
                 by_group.setdefault(group, []).append(res)
                 runs[(group, int(seed))] = res
                 rows += _rows(group, int(seed), res, ck, task=task, lr=lr)
@@ -554,6 +577,7 @@ def minilm(params: dict, ctx: RunContext):
                                             runs[(lo, s)]["relerr"]["oak_e1"][-1] for s in seeds]))}}
     out["converged_gap"] = float(np.median([abs(runs[(lo, s)]["acc"]["krr_best"] - runs[(lo, s)]["acc"]["ft"])
                                             for s in seeds]))
+    out["control"] = _minilm_controls(runs, summary, lo, hi, par, seeds, ck, T_max, params, rand_ctrl)
     out["oak_vs_ntk"]["max"] = max(out["oak_vs_ntk"].values())
     out["oak_vs_asgd"]["max"] = max(out["oak_vs_asgd"].values())
     out.update(_equal_information(runs, lo, seeds, ck, cmp_T, g))
@@ -565,6 +589,78 @@ def minilm(params: dict, ctx: RunContext):
     out["encoder"] = params["encoder"]
     out["minibatch"] = _minibatch_summary(mb_by_group, ck)
     return rows, {"minilm": out}
+
+
+def _random_encoder_control(tokenizer, encoder, ws, means, task_lo, n_tr, T_max, ck, T0, seed, chunk):
+    """Kernel alignment and OAK-E1's relerr at T_max per task (at that task's smallest lr) for the FFN top of a
+    random, untrained encoder on the same words: the discrepancy claims with the pretraining switched off."""
+    import torch
+
+    from papers.oak.models import MiniLMTop, minilm_features, pack_tokens
+
+    a, mask, _ = minilm_features(tokenizer, encoder, ws)
+    proto = MiniLMTop(encoder, seed=seed)
+    J = per_example_jacobian(proto, (a.numpy(), mask.numpy()), chunk_size=chunk)
+    a64, mask64 = a.double(), mask.double()
+    with torch.no_grad():
+        f0 = MiniLMTop(encoder, seed=seed).double()(a64, mask64).numpy()
+    a_flat, seg = pack_tokens(a, mask)
+    tr = seg < n_tr
+    out, base = {}, {}
+    for task, lr in task_lo.items():
+        y = D.word_labels(ws, means, task)
+        net = MiniLMTop(encoder, seed=seed)
+
+        def eval64(net64):
+            with torch.no_grad():
+                f = net64(a64, mask64).numpy()
+            return f[:n_tr], f[n_tr:]
+
+        run = finetune(net, lambda m: m.forward_flat(a_flat[tr], seg[tr], n_tr), eval64, y[:n_tr], lr, T_max, ck, T0)
+        res = compare(J, n_tr, f0[:n_tr], f0[n_tr:], y[:n_tr], y[n_tr:], run, lr, ck, base=base)
+        out[task] = {"alignment": kernel_alignment(J[:n_tr] @ J[:n_tr].T, y[:n_tr]),
+                     "relerr_e1": float(min(res["relerr"]["oak_e1"][-1], CLIP))}
+    return out
+
+
+def _nearest_checkpoint(ck, target: float) -> int:
+    """The checkpoint closest to ``target`` on a log scale."""
+    return int(min(ck, key=lambda t: abs(np.log(t) - np.log(max(target, 1e-12)))))
+
+
+def _minilm_controls(runs, summary, lo, hi, par, seeds, ck, T_max, params, rand_ctrl):
+    """Negative controls of the MiniLM claims (each the claim's own metric under a variant that breaks its
+    mechanism; the choice is explained in claims.yaml and the README)."""
+    lrs = list(map(float, params["lrs"]["sentiment"]))
+    T_eq = _nearest_checkpoint(ck, T_max * min(lrs) / max(lrs))  # same cumulative lr * T as lo at T_max
+    i_eq = list(ck).index(T_eq)
+    base = [max(runs[(lo, s)]["agreement"][m][-1] for m in BASELINES) for s in seeds]
+    perm_rel = [min(runs[(lo, s)]["control"]["relerr"]["oak_e1_perm"][-1], CLIP) for s in seeds]
+    warm1 = [min(runs[(lo, s)]["control"]["relerr"]["oak_warm1"][-1], CLIP) for s in seeds]
+    e2 = [min(runs[(lo, s)]["relerr"]["oak_e2"][-1], CLIP) for s in seeds]
+    out = {
+        "e1_permuted_precond": {
+            "agreement_margin_per_seed": [runs[(lo, s)]["control"]["agreement"]["oak_e1_perm"][-1] - b
+                                          for s, b in zip(seeds, base)],
+            "relerr_T_max_median": float(np.median(perm_rel))},
+        "warmup_T0_1": {"over_e2_T_max": float(np.median(warm1) / np.median(e2))},
+        "equal_movement": {
+            "T": T_eq,
+            "lr_ratio_e1": float(np.median([min(runs[(hi, s)]["relerr"]["oak_e1"][i_eq], CLIP) for s in seeds]) /
+                                 summary[lo]["relerr"]["oak_e1"][f"T{T_max}"])},
+        "krr_permuted_labels": {
+            "converged_gap": float(np.median([abs(runs[(lo, s)]["control"]["krr_perm_acc"] - runs[(lo, s)]["acc"]["ft"])
+                                              for s in seeds])),
+            "acc_median": float(np.median([runs[(lo, s)]["control"]["krr_perm_acc"] for s in seeds]))}}
+    if rand_ctrl:
+        out["random_encoder"] = {
+            "encoder": params["control_encoder"],
+            "alignment_frac": float(np.mean([rand_ctrl[s]["parity"]["alignment"] < rand_ctrl[s]["sentiment"]["alignment"]
+                                             for s in seeds])),
+            "error_frac": float(np.mean([rand_ctrl[s]["parity"]["relerr_e1"] > rand_ctrl[s]["sentiment"]["relerr_e1"]
+                                         for s in seeds])),
+            "per_seed": {str(s): rand_ctrl[s] for s in seeds}}
+    return out
 
 
 def _mb_tasks(params):

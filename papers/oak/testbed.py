@@ -155,6 +155,8 @@ def finetune(net, loss_inputs, eval64, y_train, lr, T_max, checkpoints, T0, drif
             st = [opt.state[p] for p in params]
             step_hook(t, _flat([1.0 / ((s["exp_avg_sq"].double() / (1 - b2 ** t)).sqrt() + eps) for s in st]),
                       _flat([s["exp_avg"].double() / (1 - b1 ** t) for s in st]))
+        if t == 1:  # no warm-up: v_hat after one step (the warmup-estimator control)
+            out["v_hat_1"] = _flat([opt.state[p]["exp_avg_sq"] for p in params]) / (1 - b2)
         if t == T0:
             out["v_hat_T0"] = _flat([opt.state[p]["exp_avg_sq"] for p in params]) / (1 - b2 ** t)
         if t in want:
@@ -170,7 +172,7 @@ def finetune(net, loss_inputs, eval64, y_train, lr, T_max, checkpoints, T0, drif
 
 
 def compare(J, n_train, f0_train, f0_test, y_train, y_test, run, lr, checkpoints, base=None, eps=1e-8,
-            batches=None):
+            batches=None, controls=None):
     """Kernel predictions of one fine-tuning run ``run`` (from :func:`finetune`) and their errors.
 
     ``J`` is the Jacobian at theta_0 with the training rows first (``n_train``) and then the test rows: an
@@ -178,6 +180,12 @@ def compare(J, n_train, f0_train, f0_test, y_train, y_test, run, lr, checkpoints
     on the run (ntk, asgd, and E2 per residual and batch size). ``batches`` (one index array per step, as
     used by the run) makes the kernel dynamics mini-batch and E2 use the mini-batch formula. Returns a dict
     of per-checkpoint arrays: relerr and agreement per method, accuracies, error terms, oracle multipliers.
+
+    ``controls`` (optional dict) adds negative-control variants under ``res["control"]``: ``"perm"`` (a
+    permutation of the p parameters) gives "oak_e1_perm", OAK-E1 with its preconditioner permuted across
+    parameters (same values, assignment to parameters destroyed); ``"warm1": True`` gives "oak_warm1", the
+    warm-up estimate with T0 = 1 (v_hat after one Adam step, no warm-up); ``"label_perm"`` (a permutation of the
+    training rows) gives "krr_perm_acc", the converged OAK-E1 kernel regression fitted to permuted training labels.
     """
     base = {} if base is None else base
     src = J if hasattr(J, "kernels") else DenseJacobian(J)
@@ -190,6 +198,14 @@ def compare(J, n_train, f0_train, f0_test, y_train, y_test, run, lr, checkpoints
         return 1.0 / (np.sqrt(second_moment_estimate(J_train, resid, batch_size=B)) + eps)
 
     P = {"oak_e1": 1.0 / (np.sqrt(run["v_hat_T0"]) + eps), "oak_e3": run["P_mean"]}
+    controls = dict(controls or {})
+    if "perm" in controls:
+        perm = np.asarray(controls["perm"])
+        if perm.shape != P["oak_e1"].shape:
+            raise ValueError(f"controls['perm'] must have length p = {P['oak_e1'].size}, got shape {perm.shape}")
+        P["oak_e1_perm"] = P["oak_e1"][perm]
+    if controls.get("warm1"):
+        P["oak_warm1"] = 1.0 / (np.sqrt(run["v_hat_1"]) + eps)
     need = dict(P)
     if "ntk" not in base:
         need["ntk"] = None
@@ -206,11 +222,13 @@ def compare(J, n_train, f0_train, f0_test, y_train, y_test, run, lr, checkpoints
     P["oak_e2"] = base[e2_key][1]
     K = {"oak_e1": Ks["oak_e1"], "oak_e3": Ks["oak_e3"], "oak_e2": base[e2_key][0], "ntk": base["ntk"],
          "asgd": base["asgd"]}
+    ctrl_methods = [k for k in ("oak_e1_perm", "oak_warm1") if k in Ks]
+    K.update({k: Ks[k] for k in ctrl_methods})
     steps = max(checkpoints)
     res = {"relerr": {m: [] for m in METHODS}, "agreement": {m: [] for m in METHODS}, "acc": {}, "oracle_c": {},
            "terms": {"lin": [], "eP_e1": [], "eP_e2": [], "total_e1": []}}
     preds = {}
-    for key in ("oak_e1", "oak_e2", "oak_e3", "ntk"):
+    for key in ("oak_e1", "oak_e2", "oak_e3", "ntk", *ctrl_methods):
         _, _, ev = dynamics_multi_lr(K[key][:n], K[key][n:], f0_train, f0_test, y_train, [lr], steps,
                                      checkpoints=checkpoints, batches=batches)
         preds[key] = ev[..., 0]
@@ -225,9 +243,16 @@ def compare(J, n_train, f0_train, f0_test, y_train, y_test, run, lr, checkpoints
             best_c.append(float(ORACLE_MULTIPLIERS[j]))
         preds[key] = np.array(best_pred)
         res["oracle_c"][key] = best_c
+    res["control"] = {"relerr": {m: [] for m in ctrl_methods}, "agreement": {m: [] for m in ctrl_methods}}
     for i, t in enumerate(checkpoints):
         f_ft = run["f_test"][t]
         denom = np.linalg.norm(f_ft - f0_test)
+        for m in ctrl_methods:
+            with np.errstate(over="ignore", invalid="ignore"):
+                e = float(np.linalg.norm(f_ft - preds[m][i]) / denom)
+                a = float(np.mean(np.sign(preds[m][i]) == np.sign(f_ft)))
+            res["control"]["relerr"][m].append(e if np.isfinite(e) else np.inf)
+            res["control"]["agreement"][m].append(a)
         for m in METHODS:
             pred = preds[m][i]
             with np.errstate(over="ignore", invalid="ignore"):
@@ -247,6 +272,12 @@ def compare(J, n_train, f0_train, f0_test, y_train, y_test, run, lr, checkpoints
                   "ntk_oracle": float(np.mean(np.sign(preds["ntk_oracle"][-1]) == y_test))}
     res["acc"]["krr_best"] = converged_kernel_regression(K["oak_e1"][:n], K["oak_e1"][n:], f0_train, f0_test,
                                                          y_train, y_test)
+    if "label_perm" in controls:
+        lp = np.asarray(controls["label_perm"])
+        if sorted(lp.tolist()) != list(range(n)):
+            raise ValueError(f"controls['label_perm'] must be a permutation of the {n} training rows")
+        res["control"]["krr_perm_acc"] = converged_kernel_regression(
+            K["oak_e1"][:n], K["oak_e1"][n:], f0_train, f0_test, np.asarray(y_train)[lp], y_test)
     res["pred_e1_T"] = preds["oak_e1"][-1]
     res["drift"] = {int(t): kernel_drift(K["ntk"][:n], KT) for t, KT in run["drift_K"].items()}
     return res

@@ -250,7 +250,8 @@ def synthetic(params: dict, ctx: RunContext):
     ``per_seed.opo_minus.<baseline>``
     (R_OPO(K) - R_baseline(K) for the tuned SquareCB, FALCON, RegCB and AdaCB) and
     ``per_seed.bonus_gain.<method>`` (R without the bonus - R with it; paired per seed), the theory tuning, and
-    ``scaling`` (:func:`scaling_exponents` of the theory-tuned OPO).
+    ``scaling`` (:func:`scaling_exponents` of the theory-tuned OPO) and ``scaling_controls.uniform`` (the same fit
+    for uniform play, on the problems that evaluate it).
 
     With ``decomposition_contexts`` > 0 every evaluated OPO run also records the terms of the regret decomposition
     on that many held-out contexts (:func:`_decomposition_metrics`: ``<problem>.decomposition`` and per-seed lists);
@@ -314,6 +315,9 @@ def synthetic(params: dict, ctx: RunContext):
                 curves[f"{pkey}__{name}__se"] = _se_curve(r)
             ctx.log(f"{pkey}: evaluated {len(evals)} methods on {len(seeds)} seeds, K={K}")
     metrics["scaling"] = scaling_exponents(metrics, params["problems"], "opo_theory", K)
+    # the same fit for uniform play (evaluated where a problem's eval_methods list it): the control of
+    # scaling-actions, and the reference for why scaling-classes has none
+    metrics["scaling_controls"] = {"uniform": scaling_exponents(metrics, params["problems"], "uniform", K)}
     write_arrays(ctx.out_dir / "curves.npz", **curves)
     rps = {p: {lab: K * len(v) / sum(v) for lab, v in d.items()} for p, d in timings.items()}
     write_metrics({"rounds_per_second": rps}, ctx.out_dir / "timings.json")

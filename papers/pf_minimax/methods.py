@@ -151,7 +151,7 @@ def _resolve_params(method, problem, mu0, omega, x_step):
 def run_method(method: str, problem: MinimaxProblem, n_iter: int, *, mu0: float | None = None, omega: float = 0.5,
                x_step: str | None = None, record_every: int = 1, time_iterations: bool = False,
                freeze_y: bool = False, peg_step: float = 0.5, horizon: int | None = None,
-               step_c: float = 1.0) -> Trace:
+               step_c: float = 1.0, full_svd_lmo: bool = False) -> Trace:
     r"""Run ``method`` for ``n_iter`` iterations from ``x_0 = center(X)``, ``y_0 = ybar = center(Y)``.
 
     ``method``: ``"v_x"``, ``"v_y"``, ``"v_xy"``, ``"proj"`` (dual dynamic smoothing, see the module docstring),
@@ -163,13 +163,22 @@ def run_method(method: str, problem: MinimaxProblem, n_iter: int, *, mu0: float 
     skips the dual step, so y stays at ``ybar`` and x descends f(., ybar) instead of the max function.
     ``peg_step`` is PEG's step in units of 1/max(L_xy, L_xx, L_yy) (default 0.5; the performance experiment tunes it).
     ``horizon`` (default ``n_iter``) and ``step_c`` set the fixed parameters of ``"r_pdcg"`` and ``"cg_rpga"``
-    (:func:`horizon_parameters`, with ``mu0`` default 1); other methods ignore them.
+    (:func:`horizon_parameters`, with ``mu0`` default 1); other methods ignore them. ``full_svd_lmo=True``
+    (``v_x`` and ``v_xy`` on a nuclear-ball X; the negative control of ``lmo-wallclock``) computes the x-step's
+    LMO from a full SVD (``X._lmo_full_svd``) instead of ``svds(k=1)``: the same iterates up to rounding, at the
+    cost of a projection's factorisation.
     """
     baseline_mu0 = 1.0 if mu0 is None else mu0   # R-PDCG / CG-RPGA: mu = mu0 * eps (validated there)
     params = _resolve_params(method, problem, mu0, omega, x_step)
     if freeze_y and method not in SMOOTHING_VARIANTS:
         raise ValueError(f"freeze_y applies to the smoothing variants {list(SMOOTHING_VARIANTS)}, not {method!r}")
     params["freeze_y"] = bool(freeze_y)
+    if full_svd_lmo:
+        if method not in SMOOTHING_VARIANTS or SMOOTHING_VARIANTS[method][0] != "lmo":
+            raise ValueError(f"full_svd_lmo applies to the variants with an LMO on x (v_x, v_xy), not {method!r}")
+        if not hasattr(problem.X, "_lmo_full_svd"):
+            raise ValueError(f"full_svd_lmo needs a nuclear-ball X, got {type(problem.X).__name__}")
+        params["full_svd_lmo"] = True
     n_iter = _check_int(n_iter, "n_iter", 0)
     record_every = _check_int(record_every, "record_every", 1)
     X, Y = problem.X, problem.Y
@@ -205,7 +214,7 @@ def run_method(method: str, problem: MinimaxProblem, n_iter: int, *, mu0: float 
             L_k = max(L_xx + (L_xy * L_xy / (mu_y + mu) if L_xy > 0 else 0.0), 1e-12)
             if x_mode == "proj":
                 return X._project(x - _dense(gx) / L_k), y_new
-            d = X._lmo(gx) - x
+            d = (X._lmo_full_svd(gx) if full_svd_lmo else X._lmo(gx)) - x
             if x_rule == "open_loop":
                 alpha = 2.0 / (k + 2.0)
             elif x_rule == "sqrt":

@@ -74,6 +74,12 @@ def _nuclear_figures(results: Path, out: Path) -> None:
             gap = d[d.metric == "gap"].sort_values("step").value.to_numpy()
             secs = d[d.metric == "cum_seconds"].sort_values("step").value.to_numpy()
             ax.plot(secs[1:], np.maximum(gap[1:], FLOOR), marker=".", color=COLORS[m], label=LABELS[m])
+        d = sub[sub.method == "v_x_full_svd"]  # the control of lmo-wallclock (absent in older runs)
+        if len(d):
+            gap = d[d.metric == "gap"].sort_values("step").value.to_numpy()
+            secs = d[d.metric == "cum_seconds"].sort_values("step").value.to_numpy()
+            ax.plot(secs[1:], np.maximum(gap[1:], FLOOR), marker=".", ls="--", color=COLORS["v_x"],
+                    label=f"{LABELS['v_x']}, full-SVD LMO (control)")
         ax.set_yscale("log")
         ax.set_title(prob)
         ax.set_xlabel("cumulative update time (s)")
@@ -85,7 +91,9 @@ def _nuclear_figures(results: Path, out: Path) -> None:
     for p, t in timing["by_p"].items():
         rows.append({"p": p[1:], "V-x median iter (ms)": 1e3 * t["v_x"]["median_iter_s"],
                      "PROJ median iter (ms)": 1e3 * t["proj"]["median_iter_s"],
-                     "ratio V-x / PROJ": t["time_ratio"], "gap ratio at PROJ's total time": t["gap_ratio_equal_time"]})
+                     "ratio V-x / PROJ": t["time_ratio"], "gap ratio at PROJ's total time": t["gap_ratio_equal_time"],
+                     "same, full-SVD LMO (control)": t.get("control_full_svd_lmo", {}).get("gap_ratio_equal_time",
+                                                                                          float("nan"))})
     hw = _hardware(results / "nuclear")
     write_markdown_table(pd.DataFrame(rows), out / "nuclear_time_per_iter.md", floatfmt=".3g",
                          title=f"Nuclear-ball game: time per iteration (one BLAS thread; {hw})")

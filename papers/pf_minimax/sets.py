@@ -216,6 +216,15 @@ class NuclearBall:
         """``-delta u1 v1^T``; ``g`` dense or scipy.sparse of shape ``(p, q)``."""
         return self._lmo(_check_array(g, self.shape, "g", allow_sparse=True))
 
+    def _lmo_full_svd(self, g) -> np.ndarray:
+        """The same LMO ``-delta u1 v1^T``, but (u1, v1) taken from a full dense SVD of ``g`` (LAPACK), the
+        factorisation a projection needs: the negative control of ``lmo-wallclock`` (an LMO that costs what a
+        projection costs). ``u1 v1^T`` does not depend on the signs of the pair, so it equals :meth:`_lmo` up to
+        rounding when sigma1 is simple."""
+        dense = g.toarray() if sp.issparse(g) else np.asarray(g, dtype=float)
+        U, _, Vt = np.linalg.svd(dense, full_matrices=False)
+        return -self.radius * np.outer(U[:, 0], Vt[0])
+
     def _project(self, v: np.ndarray) -> np.ndarray:
         U, s, Vt = np.linalg.svd(v, full_matrices=False)
         if s.sum() <= self.radius:

@@ -709,3 +709,98 @@ def test_step_hook_sums_to_delta_and_path_drift():
         endpoint = np.linalg.norm(J[6:] @ (-run["delta"][4] - lr * P * run["M"][4]))
         assert hook.path[key][4] >= endpoint * (1 - 1e-4)
     assert hook.path["e1"][1] == pytest.approx(lr * np.linalg.norm(J[6:] @ ((steps[0][0] - P1) * steps[0][1])))
+
+
+# ------------------------------------------------------------------------------------------- negative controls
+def test_canonical_sums_are_permutation_invariant_exactly():
+    """Sorted-order sums: a joint permutation of the summed index changes nothing, bit for bit, and the values
+    are the ordinary dot products."""
+    from papers.oak.controls import canonical_coldot, canonical_kernel, canonical_rowdot
+
+    rng = np.random.default_rng(0)
+    X, w, r = rng.standard_normal((7, 30)), rng.standard_normal(30), rng.standard_normal(7)
+    P = rng.uniform(0.1, 3.0, 30)
+    pi = rng.permutation(30)
+    assert np.array_equal(canonical_rowdot(X[:, pi], w[pi]), canonical_rowdot(X, w))
+    assert np.array_equal(canonical_kernel(X[:, pi], X[:3, pi], P[pi]), canonical_kernel(X, X[:3], P))
+    assert np.array_equal(canonical_coldot(X[:, pi], r), canonical_coldot(X, r)[pi])
+    np.testing.assert_allclose(canonical_rowdot(X, w), X @ w, rtol=1e-12)
+    np.testing.assert_allclose(canonical_kernel(X, X[:3], P), (X * P) @ X[:3].T, rtol=1e-12)
+    np.testing.assert_allclose(canonical_coldot(X, r), X.T @ r, rtol=1e-12)
+
+
+def test_linear_pixel_control_rotation_invariant_and_exact_at_T0():
+    """A 90-degree rotation permutes the 8x8 pixels, so for a linear model on pixels the alignment and the OAK-E1
+    error are exactly those of the upright images; with T_max = T0 = 1 the frozen v_hat_1 is Adam's own, and a
+    linear model's first step is then predicted exactly."""
+    from papers.oak.controls import linear_pixel_control
+
+    x_pre, _, x_pool, y_pool = D.digits_split(0)
+    imgs, y = x_pool[:48], np.where(y_pool[:48] % 2 == 0, 1.0, -1.0)
+    up, rot = D.rotate_images(imgs, 0.0), D.rotate_images(imgs, 90.0)
+    assert not np.array_equal(up, rot)
+    a, b = (linear_pixel_control(x, y[:32], 32, 1e-3, 20, 5) for x in (up, rot))
+    assert a["alignment"] == b["alignment"] and a["relerr_e1"] == b["relerr_e1"]
+    assert a["relerr_e1"] > 0  # v drifts after T0, so the prediction is not exact at T = 20
+    assert linear_pixel_control(up, y[:32], 32, 1e-3, 1, 1)["relerr_e1"] < 1e-10
+    with pytest.raises(ValueError):
+        linear_pixel_control(up, y[:32], 32, 1e-3, 3, 5)
+
+
+def _small_run(T0, T_max=6, seed=0):
+    from papers.oak.testbed import finetune
+
+    torch.manual_seed(seed)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 1), torch.nn.Flatten(0))
+    x = np.random.default_rng(seed + 2).standard_normal((10, 4))
+    xt = torch.as_tensor(x, dtype=torch.float32)
+    y = np.where(np.arange(6) % 2 == 0, 1.0, -1.0)
+    with torch.no_grad():
+        f0 = net.double()(xt.double()).numpy()
+    net = net.float()
+    proto = __import__("copy").deepcopy(net)
+
+    def eval64(net64):
+        with torch.no_grad():
+            f = net64(xt.double()).numpy()
+        return f[:6], f[6:]
+
+    ck = [1, 3, T_max]
+    run = finetune(net, lambda m: m(xt[:6]), eval64, y, 1e-2, T_max, ck, T0)
+    return run, per_example_jacobian(proto, x), f0, y, ck
+
+
+def test_compare_controls_identities():
+    """The identity permutation leaves OAK-E1 unchanged; v_hat after one full-batch Adam step is g^2, the E2
+    estimate, so the no-warm-up control equals E2 (up to float32 training) and equals E1 exactly when T0 = 1; the
+    identity label permutation gives the converged regression's own accuracy."""
+    from papers.oak.testbed import compare
+
+    run, J, f0, y, ck = _small_run(T0=2)
+    p = J.shape[1]
+    ident = {"perm": np.arange(p), "warm1": True, "label_perm": np.arange(6)}
+    res = compare(J, 6, f0[:6], f0[6:], y, -np.ones(4), run, 1e-2, ck, controls=ident)
+    assert res["control"]["relerr"]["oak_e1_perm"] == res["relerr"]["oak_e1"]
+    assert res["control"]["krr_perm_acc"] == res["acc"]["krr_best"]
+    np.testing.assert_allclose(run["v_hat_1"], second_moment_estimate(J[:6], f0[:6] - y), rtol=1e-4)
+    np.testing.assert_allclose(res["control"]["relerr"]["oak_warm1"], res["relerr"]["oak_e2"], rtol=1e-3)
+    run1, J1, f01, y1, ck1 = _small_run(T0=1)
+    res1 = compare(J1, 6, f01[:6], f01[6:], y1, -np.ones(4), run1, 1e-2, ck1, controls={"warm1": True})
+    assert res1["control"]["relerr"]["oak_warm1"] == res1["relerr"]["oak_e1"]
+    # a permuted preconditioner is a different kernel (the control is not E1 in disguise)
+    res2 = compare(J, 6, f0[:6], f0[6:], y, -np.ones(4), run, 1e-2, ck,
+                   controls={"perm": np.random.default_rng(1).permutation(p)})
+    assert res2["control"]["relerr"]["oak_e1_perm"] != res["relerr"]["oak_e1"]
+    with pytest.raises(ValueError):
+        compare(J, 6, f0[:6], f0[6:], y, -np.ones(4), run, 1e-2, ck, controls={"perm": np.arange(p - 1)})
+    with pytest.raises(ValueError):
+        compare(J, 6, f0[:6], f0[6:], y, -np.ones(4), run, 1e-2, ck, controls={"label_perm": np.zeros(6, int)})
+
+
+def test_nearest_checkpoint_equal_movement():
+    """The equal-movement control reads lr_hi at T_max lr_lo / lr_hi (the nearest checkpoint on a log scale)."""
+    from papers.oak.experiments import _nearest_checkpoint
+
+    assert _nearest_checkpoint([1, 5, 10, 25, 50, 100], 100 * 1e-4 / 1e-3) == 10
+    assert _nearest_checkpoint([1, 5, 10, 25, 50, 100, 250, 500, 1000], 1000 * 1e-5 / 1e-3) == 10
+    assert _nearest_checkpoint([1, 5], 0.5) == 1
