@@ -12,9 +12,10 @@ from pathlib import Path
 from shared.codedeps import paper_dependencies
 from shared.config import REPO_ROOT
 
-__all__ = ["report_inputs", "inputs_dirty", "changed_inputs"]
+__all__ = ["report_inputs", "metric_inputs", "inputs_dirty", "changed_inputs"]
 
 _ENGINE = ["shared/claims", "workflow/schemas/claims.schema.json"]
+_NOT_METRIC_INPUTS = ("README.md", "claims.yaml", "plots.py")   # change a report or figure, never a metric
 
 
 def report_inputs(slug: str, root: Path = REPO_ROOT) -> list[str]:
@@ -24,6 +25,17 @@ def report_inputs(slug: str, root: Path = REPO_ROOT) -> list[str]:
                  if p.name not in ("tests", "__pycache__"))
     shared = [p for p in paper_dependencies(slug, plots=True, root=root) if p.startswith("shared/")]
     return sorted(set(own) | set(shared) | set(_ENGINE))
+
+
+def metric_inputs(slug: str, root: Path = REPO_ROOT) -> list[str]:
+    """The inputs that can change an experiment's metrics: the paper's folder without its tests, README, claims
+    and plotting code, and the shared modules its experiment code imports (not the audit engine)."""
+    paper = Path(root, "papers", slug)
+    own = sorted(p.relative_to(root).as_posix() for p in paper.iterdir()
+                 if p.name not in ("tests", "__pycache__") + _NOT_METRIC_INPUTS)
+    shared = [p for p in paper_dependencies(slug, plots=False, root=root)
+              if p.startswith("shared/") and not p.startswith("shared/claims/")]
+    return sorted(set(own) | set(shared))
 
 
 def _git(*args, root: Path = REPO_ROOT) -> subprocess.CompletedProcess:
@@ -37,9 +49,11 @@ def inputs_dirty(slug: str, root: Path = REPO_ROOT) -> bool:
     return out.returncode != 0 or bool(lines)
 
 
-def changed_inputs(slug: str, commit: str, root: Path = REPO_ROOT) -> list[str] | None:
-    """Inputs of ``slug`` that differ between ``commit`` and ``HEAD`` (None when ``commit`` is unknown to git)."""
+def changed_inputs(slug: str, commit: str, root: Path = REPO_ROOT, *, metrics_only: bool = False) -> list[str] | None:
+    """Inputs of ``slug`` that differ between ``commit`` and ``HEAD`` (None when ``commit`` is unknown to git);
+    with ``metrics_only`` only the :func:`metric_inputs`."""
     if _git("cat-file", "-e", f"{commit}^{{commit}}", root=root).returncode != 0:
         return None
-    out = _git("diff", "--name-only", commit, "HEAD", "--", *report_inputs(slug, root), root=root)
+    inputs = metric_inputs(slug, root) if metrics_only else report_inputs(slug, root)
+    out = _git("diff", "--name-only", commit, "HEAD", "--", *inputs, root=root)
     return sorted(ln for ln in out.stdout.splitlines() if ln)

@@ -14,11 +14,14 @@
 hand, so CI does not recompute them): the small ``metrics.json`` and ``provenance.json`` files under
 ``results/full/`` are committed with the report, the gate renders the report again from them and fails when a
 verdict differs from the committed report or from ``expected``; a report older than the paper's code is
-printed as a warning (its header names the commit it was computed at), not a failure.
+printed as a warning (its header names the commit it was computed at), not a failure, and so is an experiment
+whose committed ``provenance.json`` records a commit after which code that computes its metrics changed (a
+report rendered again is fresh, but its numbers are as old as the run).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 
@@ -28,7 +31,8 @@ from shared.claims.report import parse_audit_block, render_report
 from shared.claims.stats import MIN_SAMPLES
 from shared.config import REPO_ROOT, SCALES, enabled_papers, load_yaml
 
-__all__ = ["audit_block", "freshness_problems", "audit_paper", "audit_full_paper", "full_scale_papers", "main"]
+__all__ = ["audit_block", "freshness_problems", "metrics_age_warnings", "audit_paper", "audit_full_paper",
+           "full_scale_papers", "main"]
 
 
 def _committed_text(rel_path: str) -> str | None:
@@ -121,7 +125,32 @@ def audit_full_paper(slug: str) -> tuple[list[str], list[str]]:
     problems = audit_block(slug, "full", block)
     if changed := _changed_verdicts(parse_audit_block(render_report(slug, "full")), block):
         problems.append(f"{slug}: {rel} disagrees with the report rendered again from results/full for {changed}")
-    return problems, freshness_problems(slug, block, rel)
+    return problems, freshness_problems(slug, block, rel) + metrics_age_warnings(slug)
+
+
+def metrics_age_warnings(slug: str, root=REPO_ROOT) -> list[str]:
+    """One line per commit at which some of ``slug``'s committed full-scale experiments ran (their
+    ``provenance.json``), when code that computes metrics (:func:`~shared.claims.freshness.metric_inputs`)
+    changed after it; a run with uncommitted changes is named as such."""
+    by_commit: dict[tuple[str, bool], list[str]] = {}
+    for prov in sorted((root / "results" / "full" / slug).glob("*/provenance.json")):
+        record = json.loads(prov.read_text(encoding="utf-8"))
+        key = (str(record.get("commit", "unknown")), bool(record.get("dirty", True)))
+        by_commit.setdefault(key, []).append(prov.parent.name)
+    lines = []
+    for (commit, dirty), experiments in sorted(by_commit.items()):
+        names = ", ".join(experiments)
+        changed = changed_inputs(slug, commit, root, metrics_only=True)
+        if dirty:
+            lines.append(f"{slug}: full-scale experiment(s) {names} ran with uncommitted code changes at {commit[:10]}")
+        if changed is None:
+            lines.append(f"{slug}: full-scale experiment(s) {names} record commit {commit[:12]}, which this "
+                         f"repository does not have")
+        elif changed:
+            shown = ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
+            lines.append(f"{slug}: full-scale experiment(s) {names} ran at {commit[:10]}; since then {shown} changed "
+                         f"(their metrics are as old as that run)")
+    return lines
 
 
 def _main_full(slugs: list[str]) -> int:

@@ -353,6 +353,27 @@ def test_report_inputs_include_the_engine(tiny_repo):
     assert "shared/claims" in inputs and "papers/p/claims.yaml" in inputs and "papers/p/tests" not in inputs
 
 
+def test_metrics_age_warnings_name_experiments_whose_code_changed_since_their_run(tiny_repo):
+    from shared.claims.gate import metrics_age_warnings
+
+    root, commit = tiny_repo
+    run = root / "results" / "full" / "p" / "exp"
+    run.mkdir(parents=True)
+    (run / "provenance.json").write_text(json.dumps({"commit": commit, "dirty": False}))
+    assert metrics_age_warnings("p", root) == []
+    (root / "papers" / "p" / "claims.yaml").write_text("version: 2\nclaims: []\n")   # not a metric input
+    (root / "papers" / "p" / "README.md").write_text("words\n")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "claims and words")
+    assert metrics_age_warnings("p", root) == []
+    (root / "shared" / "helper.py").write_text("X = 3\n")                           # imported by the method
+    _git(root, "commit", "-qam", "code")
+    (warning,) = metrics_age_warnings("p", root)
+    assert "exp" in warning and "shared/helper.py" in warning and commit[:10] in warning
+    (run / "provenance.json").write_text(json.dumps({"commit": commit, "dirty": True}))
+    assert any("uncommitted" in w for w in metrics_age_warnings("p", root))
+
+
 def test_the_control_is_shown_even_when_a_precondition_fails(tmp_path):
     _write(tmp_path, {"x": -1.0, "ctl": 0.5, "ok": 0})
     pre = [{"name": "real-llm", "metric": {**SAMPLES, "key": "ok"}, "check": {"op": "==", "value": 1}}]
