@@ -445,9 +445,9 @@ def _qp_solvers(C: np.ndarray, rho: float, params_torchjd=None):
                       [lam >= 0, cp.sum(lam) == 1])
 
     def by_cvxpy(backend, **opts):
-        def f():
+        def f():   # NaN weights when the backend returns no solution (e.g. OSQP declaring it infeasible)
             solve(prob, solver=backend, **opts)
-            return np.asarray(lam.value, dtype=float)
+            return np.full(M, np.nan) if lam.value is None else np.asarray(lam.value, dtype=float)
         return f
 
     out = {"own": lambda: dream_weights(C, rho=rho)[0],
@@ -478,8 +478,9 @@ def qp_timing(params: dict, ctx: RunContext):
     torchjd's default settings (epsilon 1e-3, 100 iterations) for reference (null metrics when torchjd is
     not installed).
 
-    Metrics (deterministic): ``max_weight_diff.<M>x<d>.<solver>`` = max |lam_solver - lam_own| and
-    ``max_weight_diff_all`` (max over the library solvers). Microseconds per call go to timings.json.
+    Metrics (deterministic): ``max_weight_diff.<M>x<d>.<solver>`` = max |lam_solver - lam_own| (null when the
+    solver returned no solution, listed in ``solver_failures``) and ``max_weight_diff_all`` (max over the
+    library solvers' solutions). Microseconds per call go to timings.json.
     """
     rho = float(params.get("rho", 0.0))
     calls, calls_ext = int(params["calls"]), int(params.get("calls_external", params["calls"]))
@@ -487,7 +488,7 @@ def qp_timing(params: dict, ctx: RunContext):
     if tj_set is not None and rho != 0.0:
         raise ValueError("torchjd's MGDA has no regulariser: set rho = 0 or drop the torchjd entry")
     rng = ctx.generator("C")
-    diffs, timings, rows, tj_dir, tj_dir_default = {}, {}, [], {}, {}
+    diffs, timings, rows, tj_dir, tj_dir_default, failures = {}, {}, [], {}, {}, []
     for M, d in params["sizes"]:
         C = rng.standard_normal((int(M), int(d)))
         key = f"{M}x{d}"
@@ -501,15 +502,20 @@ def qp_timing(params: dict, ctx: RunContext):
         for name, f in solvers.items():
             lam = f()
             if name != "own":
-                diffs[key][name] = float(np.abs(lam - ref).max())
+                solved = bool(np.all(np.isfinite(lam)))
+                diffs[key][name] = float(np.abs(lam - ref).max()) if solved else None
+                if not solved:
+                    failures.append({"size": key, "solver": name})
+                    ctx.log(f"{key}: {name} returned no solution (its time to give up is still timed)")
             n = calls if name == "own" else (int(tj_set.get("calls", calls_ext)) if name == "torchjd_mgda"
                                             else calls_ext)
             start = time.perf_counter()
             for _ in range(n):
                 f()
             timings[key][name] = 1e6 * (time.perf_counter() - start) / n
-            rows.append({"method": name, "seed": 0, "step": int(M), "metric": f"max_weight_diff_d{d}",
-                         "value": diffs[key].get(name, 0.0)})
+            if diffs[key].get(name, 0.0) is not None:
+                rows.append({"method": name, "seed": 0, "step": int(M), "metric": f"max_weight_diff_d{d}",
+                             "value": diffs[key].get(name, 0.0)})
         timings[key]["ratio_own_over_clarabel"] = timings[key]["own"] / timings[key]["cvxpy_clarabel"]
         ctx.log(f"{key}: " + ", ".join(f"{k} {v:.4g}" for k, v in timings[key].items()))
     write_metrics({"us_per_call": timings, "calls": calls, "calls_external": calls_ext,
@@ -519,14 +525,17 @@ def qp_timing(params: dict, ctx: RunContext):
     tj = None
     if tj_dir:
         tj = {"rel_direction_diff": tj_dir, "max_rel_direction_diff": max(tj_dir.values()),
-              "max_weight_diff": max(diffs[k]["torchjd_mgda"] for k in tj_dir),
+              "max_weight_diff": max(diffs[k]["torchjd_mgda"] for k in tj_dir
+                                     if diffs[k]["torchjd_mgda"] is not None),
               "rel_direction_diff_default_settings": tj_dir_default,
               "epsilon": float(tj_set["epsilon"]), "max_iters": int(tj_set["max_iters"])}
     elif tj_set is not None:
         tj = {"max_rel_direction_diff": None, "max_weight_diff": None}   # torchjd not installed
     return rows, {"max_weight_diff": diffs,
-                  "max_weight_diff_all": max(v for dd in diffs.values() for k, v in dd.items() if k != "torchjd_mgda"),
-                  "solvers": sorted({k for dd in diffs.values() for k in dd}), "torchjd": tj}
+                  "max_weight_diff_all": max(v for dd in diffs.values() for k, v in dd.items()
+                                             if k != "torchjd_mgda" and v is not None),
+                  "solvers": sorted({k for dd in diffs.values() for k in dd}), "torchjd": tj,
+                  "solver_failures": failures}
 
 
 EXPERIMENTS = {"quadratic": quadratic, "quadratic_grid": quadratic_grid, "speedup": speedup, "rho_sweep": rho_sweep,

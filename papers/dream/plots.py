@@ -127,6 +127,11 @@ def _hardware(path: Path) -> str:
     return f"{hw.get('cpu', 'unknown CPU')}, {hw.get('cores', '?')} cores"
 
 
+def _weight_diff(value) -> str:
+    """A weight difference for the QP table; a solver that returned no solution reads "no solution"."""
+    return "no solution" if value is None else f"{value:.2e}"
+
+
 def _qp_table(results: Path, out: Path) -> None:
     base = results / "qp_timing"
     met = read_metrics(base / "metrics.json")
@@ -141,7 +146,7 @@ def _qp_table(results: Path, out: Path) -> None:
     for key, t in sorted(tim["us_per_call"].items(), key=lambda kv: tuple(int(v) for v in kv[0].split("x"))):
         row = {"M x d": key.replace("x", " x "), **{f"{s} (us/call)": t[s] for s in solvers},
                "own / cvxpy-Clarabel": f"{t['ratio_own_over_clarabel']:.3g}"}
-        row.update({f"max abs weight diff vs own ({s})": f"{met['max_weight_diff'][key][s]:.2e}"
+        row.update({f"max abs weight diff vs own ({s})": _weight_diff(met["max_weight_diff"][key].get(s))
                     for s in met["solvers"]})
         rows.append(row)
     write_markdown_table(pd.DataFrame(rows), out / "qp_timing.md", floatfmt=".4g", title=title)

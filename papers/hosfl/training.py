@@ -184,6 +184,20 @@ class _ServerFO(_Base):
         self.opt.zero_grad(set_to_none=True)
         return losses.detach(), grads[0].detach()
 
+    def projected_scalars(self, X, theta, Z, lam, seeds):
+        """v[k, p] = <lambda_k, f_c(x_k; theta_k + mu u_p) - z_k> for the clients' inputs X (K, B, in), their
+        client parameters ``theta`` (d_c,) or (K, d_c), outputs Z = f_c(X; theta) and multipliers ``lam``, with
+        u_p rebuilt from ``seeds`` (Sec. 3: forward passes only, under no_grad). Timed as client time."""
+        tc = time.perf_counter()
+        u = torch.from_numpy(perturbation_directions(seeds, self.d_c)).to(self.s.dtype)
+        v = np.empty((X.shape[0], len(seeds)))
+        with torch.no_grad():
+            for p in range(len(seeds)):
+                Zp = H.client_apply(self.m, X, theta + self.mu * u[p])
+                v[:, p] = (lam * (Zp - Z)).to(torch.float64).sum(dim=(1, 2)).numpy()
+        self.client_time += time.perf_counter() - tc
+        return v
+
 
 class _HOSFL(_ServerFO):
     def __init__(self, s, *, update_client=True, track_alignment=True, decoupled=False, **kw):
@@ -205,14 +219,7 @@ class _HOSFL(_ServerFO):
             self.book_cut(t, clients, B, grad=False)
             return float(losses.mean())
         seeds = self.draw_seeds(self.P)
-        tc = time.perf_counter()
-        u = torch.from_numpy(perturbation_directions(seeds, self.d_c)).to(self.s.dtype)
-        v = np.empty((len(clients), self.P))
-        with torch.no_grad():
-            for p in range(self.P):
-                Zp = H.client_apply(m, X, theta_t + self.mu * u[p])
-                v[:, p] = (lam * (Zp - Z)).to(torch.float64).sum(dim=(1, 2)).numpy()
-        self.client_time += time.perf_counter() - tc
+        v = self.projected_scalars(X, theta_t, Z, lam, seeds)
         vbar = v.mean(axis=0)
         if self.track_alignment:
             self.alignment.append(self._alignment(X, lam, seeds, vbar))
@@ -263,14 +270,8 @@ class _HOSFLNoCatchup(_ServerFO):
         self.client_time += time.perf_counter() - tc
         losses, lam = self.server_pass(Z, Y)
         seeds = self.draw_seeds(self.P)
+        vbar = self.projected_scalars(X, th, Z, lam, seeds).mean(axis=0)
         tc = time.perf_counter()
-        u = torch.from_numpy(perturbation_directions(seeds, self.d_c)).to(self.s.dtype)
-        v = np.empty((len(clients), self.P))
-        with torch.no_grad():
-            for p in range(self.P):
-                Zp = H.client_apply(m, X, th + self.mu * u[p])
-                v[:, p] = (lam * (Zp - Z)).to(torch.float64).sum(dim=(1, 2)).numpy()
-        vbar = v.mean(axis=0)
         for k in clients:
             self.copies[k], self.bufs[k] = H.client_update(self.copies[k], seeds, vbar, self.mu, lr=self.client_lr,
                                                            momentum=self.momentum, buf=self.bufs[k],
