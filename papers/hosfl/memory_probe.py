@@ -6,9 +6,9 @@ SFL). Here one client step is run on a deep transformer-style MLP client and its
 * on the CPU, as the growth of the peak resident set size (``VmHWM``) of a child process forked for that
   one step: the child starts with the inputs (x, lambda) and the client already resident, its high-water
   mark is reset to its current RSS (``/proc/self/clear_refs``; a forked child otherwise inherits the
-  parent's earlier peak, which hides a smaller step), and large allocations are made with
-  fresh ``mmap`` pages (glibc ``mallopt(M_MMAP_THRESHOLD, 64 KiB)`` in the child), so the growth is the
-  memory the step itself touched;
+  parent's earlier peak, which hides a smaller step), and allocations touch fresh pages (glibc
+  ``mallopt(M_MMAP_THRESHOLD, 64 KiB)`` and ``malloc_trim(0)`` in the child: otherwise a free chunk the parent
+  left in its heap, resident already, is reused), so the growth is the memory the step itself touched;
 * on a CUDA device, as ``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats`` minus the
   allocated bytes before the step.
 
@@ -115,11 +115,17 @@ def _reset_peak_rss() -> None:
         raise RuntimeError(f"cannot reset the peak RSS through /proc/self/clear_refs: {exc}") from exc
 
 
-def _mmap_large_allocations() -> None:
+def _fresh_heap_pages() -> None:
+    """Make the child's allocations touch pages it does not yet have resident (glibc): large allocations get
+    fresh ``mmap`` pages (``mallopt(M_MMAP_THRESHOLD, 64 KiB)``), and ``malloc_trim(0)`` hands the free chunks the
+    parent left in the heap back to the kernel. Without the trim an allocation reuses such a chunk, whose pages
+    are resident already (shared with the parent until written), and the RSS does not grow by its size."""
     try:
-        ctypes.CDLL("libc.so.6").mallopt(_M_MMAP_THRESHOLD, 64 * 1024)
+        libc = ctypes.CDLL("libc.so.6")
     except OSError:   # not glibc: the measurement still holds, freed heap may only be reused
-        pass
+        return
+    libc.mallopt(_M_MMAP_THRESHOLD, 64 * 1024)
+    libc.malloc_trim(0)
 
 
 def peak_rss_growth(fn) -> int:
@@ -136,7 +142,7 @@ def peak_rss_growth(fn) -> int:
         try:
             os.close(rd)
             torch.set_num_threads(1)
-            _mmap_large_allocations()
+            _fresh_heap_pages()
             _reset_peak_rss()
             base = _status_bytes("VmRSS")
             fn()

@@ -15,8 +15,27 @@ from papers.hosfl.pretrained import CNNClient, _align_aux, _Run, pretrain_client
 def test_peak_rss_growth_sees_a_known_allocation():
     mib = 2 ** 20
     grown = peak_rss_growth(lambda: torch.ones(48 * mib // 4))   # 48 MiB of float32, touched
-    assert 46 * mib <= grown <= 56 * mib
+    assert 46 * mib <= grown <= 64 * mib                        # plus the child's own bookkeeping
     assert peak_rss_growth(lambda: None) < 8 * mib
+
+
+def test_peak_rss_growth_does_not_reuse_the_parents_free_heap():
+    """Free chunks left in the parent's heap are resident (shared with the child until written): an allocation
+    that reused one would not grow the child's RSS (this is how the probe saw 3.5 MiB for 48 MiB inside a long
+    test session). Here 120 MiB of 4 MiB heap chunks are freed below live ones (the heap top cannot be trimmed)
+    after glibc's dynamic mmap threshold has risen to 30 MiB; the probe must still see the 48 MiB."""
+    import gc
+
+    mib = 2 ** 20
+    x = np.ones(30 * mib // 8)
+    del x                                                       # the mmap threshold rises to 30 MiB
+    chunks = [np.ones(4 * mib // 8) for _ in range(30)]         # 120 MiB on the brk heap
+    live = [np.ones(20 * 1024) for _ in range(50)]              # above them, still alive
+    del chunks
+    gc.collect()
+    grown = peak_rss_growth(lambda: torch.ones(48 * mib // 4))
+    assert 46 * mib <= grown <= 64 * mib
+    assert len(live) == 50
 
 
 def test_peak_rss_growth_ignores_an_earlier_peak_of_the_parent():
@@ -31,7 +50,7 @@ def test_peak_rss_growth_ignores_an_earlier_peak_of_the_parent():
     finally:
         torch.set_num_threads(threads)
     grown = peak_rss_growth(lambda: torch.ones(48 * mib // 4))
-    assert 46 * mib <= grown <= 56 * mib
+    assert 46 * mib <= grown <= 64 * mib
 
 
 def test_peak_rss_growth_reports_child_errors():
