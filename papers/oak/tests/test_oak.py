@@ -442,17 +442,16 @@ def test_finetune_minibatch_first_step_is_sign_of_batch_gradient():
     np.testing.assert_allclose(run["v_hat_T0"], g ** 2, rtol=1e-4)
 
 
-def test_compare_blockwise_equals_dense_minibatch():
-    """compare() gives the same errors from the in-memory Jacobian and from the blockwise path (mini-batch)."""
-    from papers.oak.testbed import BlockJacobian, compare, finetune
+def _small_run(T0, T_max=6, seed=0, batches=None):
+    """A 4-6-1 tanh network fine-tuned by Adam on 6 training rows (4 test rows) for T_max steps, checkpoints
+    [1, 3, T_max]: (run, Jacobian at theta_0, f0, y_train, checkpoints, the network at theta_0, x)."""
+    from papers.oak.testbed import finetune
 
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     net = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 1), torch.nn.Flatten(0))
-    x = np.random.default_rng(2).standard_normal((10, 4))
+    x = np.random.default_rng(seed + 2).standard_normal((10, 4))
     xt = torch.as_tensor(x, dtype=torch.float32)
     y = np.where(np.arange(6) % 2 == 0, 1.0, -1.0)
-    ck = [1, 3, 6]
-    batches = [np.sort(np.random.default_rng(t).choice(6, 3, replace=False)) for t in range(6)]
     with torch.no_grad():
         f0 = net.double()(xt.double()).numpy()
     net = net.float()
@@ -463,8 +462,17 @@ def test_compare_blockwise_equals_dense_minibatch():
             f = net64(xt.double()).numpy()
         return f[:6], f[6:]
 
-    run = finetune(net, lambda m: m(xt[:6]), eval64, y, 1e-2, 6, ck, 2, batches=batches)
-    J = per_example_jacobian(proto, x)
+    ck = [1, 3, T_max]
+    run = finetune(net, lambda m: m(xt[:6]), eval64, y, 1e-2, T_max, ck, T0, batches=batches)
+    return run, per_example_jacobian(proto, x), f0, y, ck, proto, x
+
+
+def test_compare_blockwise_equals_dense_minibatch():
+    """compare() gives the same errors from the in-memory Jacobian and from the blockwise path (mini-batch)."""
+    from papers.oak.testbed import BlockJacobian, compare
+
+    batches = [np.sort(np.random.default_rng(t).choice(6, 3, replace=False)) for t in range(6)]
+    run, J, f0, y, ck, proto, x = _small_run(T0=2, batches=batches)
     r1 = compare(J, 6, f0[:6], f0[6:], y, -np.ones(4), run, 1e-2, ck, batches=batches)
     r2 = compare(BlockJacobian(proto, (x,), chunk_size=4, max_block=10), 6, f0[:6], f0[6:], y, -np.ones(4), run,
                  1e-2, ck, batches=batches)
@@ -747,36 +755,13 @@ def test_linear_pixel_control_rotation_invariant_and_exact_at_T0():
         linear_pixel_control(up, y[:32], 32, 1e-3, 3, 5)
 
 
-def _small_run(T0, T_max=6, seed=0):
-    from papers.oak.testbed import finetune
-
-    torch.manual_seed(seed)
-    net = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 1), torch.nn.Flatten(0))
-    x = np.random.default_rng(seed + 2).standard_normal((10, 4))
-    xt = torch.as_tensor(x, dtype=torch.float32)
-    y = np.where(np.arange(6) % 2 == 0, 1.0, -1.0)
-    with torch.no_grad():
-        f0 = net.double()(xt.double()).numpy()
-    net = net.float()
-    proto = __import__("copy").deepcopy(net)
-
-    def eval64(net64):
-        with torch.no_grad():
-            f = net64(xt.double()).numpy()
-        return f[:6], f[6:]
-
-    ck = [1, 3, T_max]
-    run = finetune(net, lambda m: m(xt[:6]), eval64, y, 1e-2, T_max, ck, T0)
-    return run, per_example_jacobian(proto, x), f0, y, ck
-
-
 def test_compare_controls_identities():
     """The identity permutation leaves OAK-E1 unchanged; v_hat after one full-batch Adam step is g^2, the E2
     estimate, so the no-warm-up control equals E2 (up to float32 training) and equals E1 exactly when T0 = 1; the
     identity label permutation gives the converged regression's own accuracy."""
     from papers.oak.testbed import compare
 
-    run, J, f0, y, ck = _small_run(T0=2)
+    run, J, f0, y, ck, _, _ = _small_run(T0=2)
     p = J.shape[1]
     ident = {"perm": np.arange(p), "warm1": True, "label_perm": np.arange(6)}
     res = compare(J, 6, f0[:6], f0[6:], y, -np.ones(4), run, 1e-2, ck, controls=ident)
@@ -784,7 +769,7 @@ def test_compare_controls_identities():
     assert res["control"]["krr_perm_acc"] == res["acc"]["krr_best"]
     np.testing.assert_allclose(run["v_hat_1"], second_moment_estimate(J[:6], f0[:6] - y), rtol=1e-4)
     np.testing.assert_allclose(res["control"]["relerr"]["oak_warm1"], res["relerr"]["oak_e2"], rtol=1e-3)
-    run1, J1, f01, y1, ck1 = _small_run(T0=1)
+    run1, J1, f01, y1, ck1, _, _ = _small_run(T0=1)
     res1 = compare(J1, 6, f01[:6], f01[6:], y1, -np.ones(4), run1, 1e-2, ck1, controls={"warm1": True})
     assert res1["control"]["relerr"]["oak_warm1"] == res1["relerr"]["oak_e1"]
     # a permuted preconditioner is a different kernel (the control is not E1 in disguise)
