@@ -5,7 +5,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from shared.claims.stats import FAIL, MIN_SAMPLES, PASS, UNDECIDED, decide_interval, mean_interval
+from shared.claims.stats import FAIL, MIN_SAMPLES, PASS, UNDECIDED, decide_interval, mean_interval, snap_to_threshold
 from shared.config import SCALES, ConfigError, load_yaml, validate
 from shared.results import get_key, read_metrics
 
@@ -163,7 +163,8 @@ def evaluate_check(value, check: dict) -> bool:
     """True when the number (or string/bool for ``==``) ``value`` satisfies ``check``.
 
     Ops: ``<, <=, >, >=`` against ``value``; ``==`` (exact); ``between`` [lo, hi] inclusive; ``within``:
-    |value - target| <= abs_tol or <= rel_tol * |target|. A non-finite number never satisfies a check.
+    |value - target| <= abs_tol or <= rel_tol * |target|. A non-finite number never satisfies a check. A
+    number within rounding of a threshold (``TIE_RTOL``) is a tie with it: ``>=`` passes it and ``>`` fails it.
     """
     op, target = check["op"], check.get("value")
     if op == "==":
@@ -173,8 +174,10 @@ def evaluate_check(value, check: dict) -> bool:
     if not math.isfinite(value):
         return False
     if op in ("<", "<=", ">", ">="):
+        value = snap_to_threshold(value, target)
         return {"<": value < target, "<=": value <= target, ">": value > target, ">=": value >= target}[op]
     if op == "between":
+        value = snap_to_threshold(snap_to_threshold(value, target[0]), target[1])
         return target[0] <= value <= target[1]
     if op == "within":
         err = abs(value - target)

@@ -23,6 +23,7 @@ What the words mean:
   equivalent one), **reproduced-reduced** (the same, at a smaller scale than the paper's, which the report
   names), **not reproduced** (all of it on the failing side), **inconclusive** (the interval straddles the
   threshold, or too few seeds), **not evaluated** (a precondition is missing: no capable LLM, no GPU, no data).
+  A number within rounding of its threshold (1e-9 relative) is a tie with it: `>=` passes a tie, `>` fails it.
 - every paper claim names a **control**, a variant of the method under which it must not hold (anchor removed,
   noise off, a random baseline...). The workflow runs the controls; a claim that also holds under its control
   **cannot fail** and is counted with the checks, never as reproduced.

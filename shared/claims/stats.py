@@ -6,12 +6,26 @@ import math
 import numpy as np
 from scipy import stats as _st
 
-__all__ = ["LEVEL", "MIN_SAMPLES", "BOOTSTRAP_RESAMPLES", "mean_interval", "decide_interval"]
+__all__ = ["LEVEL", "MIN_SAMPLES", "BOOTSTRAP_RESAMPLES", "TIE_RTOL", "mean_interval", "decide_interval",
+           "snap_to_threshold"]
 
 LEVEL = 0.95
 MIN_SAMPLES = 5  # below this at a judged scale, a pass is only "reproduced-reduced" and a fail "inconclusive"
 BOOTSTRAP_RESAMPLES = 10_000
 PASS, FAIL, UNDECIDED = "pass", "fail", "inconclusive"
+TIE_RTOL = 1e-9  # a number within TIE_RTOL * max(1, |threshold|) of a threshold is a tie with it
+
+
+def snap_to_threshold(x: float, threshold: float) -> float:
+    """``threshold`` when ``x`` is within rounding of it, else ``x``.
+
+    A metric that is exactly a threshold in exact arithmetic (a count of test images, a difference of two
+    rationals) comes out a few ulps to either side in floating point; |x - t| <= TIE_RTOL max(1, |t|) is read
+    as x = t, so that ``>= t`` passes and ``> t`` fails a tie whichever side rounding put it on.
+    """
+    if math.isfinite(x) and abs(x - threshold) <= TIE_RTOL * max(1.0, abs(threshold)):
+        return float(threshold)
+    return x
 
 
 def mean_interval(samples, method: str = "t", level: float = LEVEL) -> tuple[float, float, float]:
@@ -50,17 +64,26 @@ def _band(check: dict) -> tuple[float, float]:
     return target - tol, target + tol
 
 
+def _snap_both(x: float, ends: tuple[float, float]) -> float:
+    return snap_to_threshold(snap_to_threshold(x, ends[0]), ends[1])
+
+
 def decide_interval(lo: float, hi: float, check: dict) -> str:
-    """``pass`` when all of [lo, hi] satisfies ``check``, ``fail`` when none of it does, else ``inconclusive``."""
+    """``pass`` when all of [lo, hi] satisfies ``check``, ``fail`` when none of it does, else ``inconclusive``.
+
+    Interval ends within rounding of a threshold are ties with it (``snap_to_threshold``).
+    """
     op = check["op"]
     if op == "==":
         raise ValueError("operator '==' cannot be decided on an interval; use 'within' with a tolerance")
     if op in ("between", "within"):
         a, b = _band(check)
+        lo, hi = _snap_both(lo, (a, b)), _snap_both(hi, (a, b))
         if a <= lo and hi <= b:
             return PASS
         return FAIL if hi < a or lo > b else UNDECIDED
     v = float(check["value"])
+    lo, hi = snap_to_threshold(lo, v), snap_to_threshold(hi, v)
     passes = {"<": hi < v, "<=": hi <= v, ">": lo > v, ">=": lo >= v}[op]
     fails = {"<": lo >= v, "<=": lo > v, ">": hi <= v, ">=": hi < v}[op]
     return PASS if passes else FAIL if fails else UNDECIDED

@@ -30,6 +30,14 @@ from shared.config import REPO_ROOT, ConfigError
     (4.005, {"op": "within", "value": 4, "rel_tol": 1e-3}, False),
     (4.005, {"op": "within", "value": 4, "abs_tol": 0.01}, True),
     (float("nan"), {"op": "<=", "value": 1}, False),
+    # ties: 100 (0.12 - 0.07) is 4.999999999999999 in binary; within 1e-9 max(1, |t|) of t it is t
+    (100 * (0.12 - 0.07), {"op": ">=", "value": 5}, True),
+    (5 + 1e-13, {"op": ">", "value": 5}, False),
+    (5 - 1e-13, {"op": "<", "value": 5}, False),
+    (5 - 1e-6, {"op": ">=", "value": 5}, False),
+    (1e6 - 5e-4, {"op": ">=", "value": 1e6}, True),
+    (1e6 - 5e-3, {"op": ">=", "value": 1e6}, False),
+    (1 + 1e-12, {"op": "between", "value": [0, 1]}, True),
 ])
 def test_operators(value, check, ok):
     assert evaluate_check(value, check) is ok
@@ -53,6 +61,14 @@ def test_bootstrap_interval_is_deterministic_and_inside_the_range():
     a = mean_interval([0.1, 0.4, 0.2, 0.9, 0.5, 0.3], "bootstrap")
     assert a == mean_interval([0.1, 0.4, 0.2, 0.9, 0.5, 0.3], "bootstrap")
     assert 0.1 <= a[1] < a[0] < a[2] <= 0.9
+
+
+def test_interval_end_at_a_threshold_is_a_tie():
+    assert decide_interval(5 - 1e-12, 6.0, {"op": ">=", "value": 5}) == "pass"
+    assert decide_interval(4.0, 5 + 1e-12, {"op": "<=", "value": 5}) == "pass"
+    assert decide_interval(4.0, 5 - 1e-12, {"op": "<", "value": 5}) == "inconclusive"
+    assert decide_interval(4.0, 5 - 1e-6, {"op": "<", "value": 5}) == "pass"
+    assert decide_interval(0.5, 1 + 1e-12, {"op": "between", "value": [0, 1]}) == "pass"
 
 
 def test_one_sample_decides_nothing():
