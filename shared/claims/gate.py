@@ -153,6 +153,14 @@ def metrics_age_warnings(slug: str, root=REPO_ROOT) -> list[str]:
     return lines
 
 
+def _fail(scale: str, problems: list[str]) -> int:
+    """Print ``problems`` to stderr under one heading; the exit status of a failed gate."""
+    print(f"audit FAILED at scale {scale} ({len(problems)} problem(s)):", file=sys.stderr)
+    for p in problems:
+        print(f"  - {p}", file=sys.stderr)
+    return 1
+
+
 def _main_full(slugs: list[str]) -> int:
     problems, warnings = [], []
     for slug in slugs:
@@ -161,10 +169,7 @@ def _main_full(slugs: list[str]) -> int:
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     if problems:
-        print(f"audit FAILED at scale full ({len(problems)} problem(s)):", file=sys.stderr)
-        for p in problems:
-            print(f"  - {p}", file=sys.stderr)
-        return 1
+        return _fail("full", problems)
     print(f"audit passed at scale full: {len(slugs)} committed full-scale report(s) ({', '.join(slugs) or 'none'}) "
           f"render again to the same verdicts, every verdict as expected")
     return 0
@@ -183,10 +188,7 @@ def main(argv=None) -> int:
     problems = [p for slug in slugs for p in audit_paper(
         slug, args.scale, compare_committed=not args.no_compare_committed, check_fresh=not args.no_freshness)]
     if problems:
-        print(f"audit FAILED at scale {args.scale} ({len(problems)} problem(s)):", file=sys.stderr)
-        for p in problems:
-            print(f"  - {p}", file=sys.stderr)
-        return 1
+        return _fail(args.scale, problems)
     print(f"audit passed at scale {args.scale}: {len(slugs)} paper(s), every verdict as expected, every report fresh")
     return 0
 
