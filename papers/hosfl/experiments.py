@@ -30,7 +30,7 @@ from papers.hosfl.pretrained import pretrained_client, run_pretrained_split
 from papers.hosfl.training import CATEGORIES, DEFAULT_CLIENT_LR, Setup, make_stepper, run_split_training
 
 __all__ = ["EXPERIMENTS", "estimator", "training", "straggler", "memory", "performance", "p_sweep",
-           "width_sweep", "memory_measured", "pretrained", "saved_bytes", "finite_p_alignment_factor"]
+           "width_sweep", "memory_measured", "pretrained", "saved_bytes", "finite_p_alignment_factor", "select_lr"]
 
 
 def _torch_setup():
@@ -125,6 +125,45 @@ def estimator(params: dict, ctx: RunContext):
     return rows, metrics
 
 
+# ------------------------------------------------------------------------------------------- lr grids
+def select_lr(grid, run, seeds, *, score, mode, skip_diverged=True, log=None, what="lr grid"):
+    """The lr-grid rule of every experiment with an ``lr_grid``: call ``run(lr, seed)`` for every lr of ``grid``
+    and every seed of ``seeds`` (only those seeds: the caller passes tuning seeds, never its evaluation seeds)
+    and keep the lr whose mean ``score(out)`` over ``seeds`` is best (``mode`` "min" or "max"; on a tie the
+    first in grid order). With ``skip_diverged`` an lr under which a run raises ``FloatingPointError``
+    (non-finite parameters or loss) is dropped and listed; without it the error propagates.
+
+    Returns {"lr", "score" (str(lr) -> mean score), "per_seed" (str(lr) -> scores in seed order),
+    "diverged" (lrs dropped), "outputs" (the chosen lr's outputs in seed order)}."""
+    if mode not in ("min", "max"):
+        raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
+    grid, seeds = list(grid), list(seeds)
+    if not grid or not seeds:
+        raise ValueError(f"{what}: grid and seeds must be non-empty, got {grid!r} and {seeds!r}")
+    best, scores, per_seed, diverged = None, {}, {}, []
+    for lr in grid:
+        outs = []
+        try:
+            for seed in seeds:
+                outs.append(run(lr, seed))
+        except FloatingPointError as exc:
+            if not skip_diverged:
+                raise
+            if log is not None:
+                log(f"lr {lr}: diverged ({exc})")
+            diverged.append(float(lr))
+            continue
+        vals = [float(score(o)) for o in outs]
+        key = str(lr)
+        scores[key], per_seed[key] = float(np.mean(vals)), vals
+        better = best is None or (scores[key] < best[1] if mode == "min" else scores[key] > best[1])
+        if better:
+            best = (lr, scores[key], outs)
+    if best is None:
+        raise FloatingPointError(f"{what}: every lr of {grid} diverged")
+    return {"lr": best[0], "score": scores, "per_seed": per_seed, "diverged": diverged, "outputs": best[2]}
+
+
 # ------------------------------------------------------------------------------------------- training runs
 def training(params: dict, ctx: RunContext):
     """The training runs of one (partition, init) panel. ``runs`` maps a run name to its method options; a
@@ -144,28 +183,24 @@ def training(params: dict, ctx: RunContext):
         grid = opts.pop("lr_grid", None)
         run_seeds = [int(s) for s in opts.pop("seeds", seeds)]
         per_seed = []
+        k_tail = max(1, int(np.ceil(0.1 * rounds)))
         for seed in run_seeds:
             root = int(seeding.generator(ctx.seed, "run", str(seed)).integers(2 ** 31))
-            candidates = []
-            for lr in (grid or [opts.get("client_lr")]):
-                kw = {**common, **opts, "client_lr": lr, "seed": root}
+
+            def one_run(lr, _seed, _root=root):
                 t0 = time.process_time()
-                try:
-                    out = run_split_training(**kw)
-                except FloatingPointError as exc:
-                    if not grid:
-                        raise
-                    ctx.log(f"{name} seed {seed} lr {lr}: diverged ({exc})")
-                    diverged.setdefault(name, []).append(float(lr))
-                    continue
-                ctx.log(f"{name} seed {seed} lr {lr}: final_acc {out['final_acc']:.4f} "
+                out = run_split_training(**{**common, **opts, "client_lr": lr, "seed": _root})
+                ctx.log(f"{name} seed {_seed} lr {lr}: final_acc {out['final_acc']:.4f} "
                         f"({time.process_time() - t0:.1f} s cpu)")
-                k = max(1, int(np.ceil(0.1 * rounds)))
-                candidates.append((float(np.mean(out["train_loss"][-k:])), lr, out))
-            if not candidates:
-                raise FloatingPointError(f"run {name!r}: every lr of {grid} diverged")
-            tail_loss, lr, out = min(candidates, key=lambda c: c[0])
-            per_seed.append((seed, lr, out, {str(c[1]): c[0] for c in candidates} if grid else None))
+                return out
+
+            # the lr grid here is chosen per seed on that seed's own training loss (never the test set)
+            sel = select_lr(grid or [opts.get("client_lr")], one_run, [seed],
+                            score=lambda out: float(np.mean(out["train_loss"][-k_tail:])), mode="min",
+                            skip_diverged=bool(grid), log=lambda msg: ctx.log(f"{name} seed {seed} {msg}"),
+                            what=f"run {name!r}")
+            diverged.setdefault(name, []).extend(sel["diverged"])
+            per_seed.append((seed, sel["lr"], sel["outputs"][0], sel["score"] if grid else None))
         m = {}
         accs = [o["final_acc"] for _, _, o, _ in per_seed]
         m["final_acc"], m["final_acc_se"] = mean_and_se(accs)
@@ -452,7 +487,13 @@ def pretrained(params: dict, ctx: RunContext):
     """Official claim 2 in miniature: a CNN client (d_c = 103140) pre-trained here on Digits classes 0..4 is
     fine-tuned on all ten classes by HO-SFL, first-order SFL (tau = 1), FSL-SAGE (reconstructed) and the frozen
     client, same partition, batches and server init per seed. Per seed: final_acc, the bytes per client of the
-    whole run and up to the first evaluation at ``target_accuracy``; paired differences and ratios."""
+    whole run and up to the first evaluation at ``target_accuracy``; paired differences and ratios.
+
+    A run with an ``lr_grid`` has its client lr chosen first, by the same rule for every method
+    (:func:`select_lr`): each lr of the grid runs on every ``tuning_seeds`` seed (disjoint from ``seeds``) with
+    ``validation_fraction`` of the training rows held out, and the lr with the best mean final accuracy on the
+    held-out rows is kept; the evaluation seeds then run once, with that lr, on the full training set and the
+    test set. The metrics record the grid, the tuning seeds, the per-lr scores and the chosen lr."""
     _torch_setup()
     pre = dict(params["pretrain"])
     client, theta0, facts = pretrained_client(seed=int(seeding.generator(ctx.seed, "pretrain").integers(2 ** 31)),
@@ -460,11 +501,46 @@ def pretrained(params: dict, ctx: RunContext):
     ctx.log(f"pretrained client: d_c = {theta0.size}, {facts}")
     common, target = dict(params["common"]), float(params["target_accuracy"])
     seeds = [int(s) for s in params["seeds"]]
+    tuning_seeds = [int(s) for s in params.get("tuning_seeds", [])]
+    holdout = float(params.get("validation_fraction", 0.2))
+    if set(tuning_seeds) & set(seeds):
+        raise ValueError(f"tuning_seeds {tuning_seeds} must be disjoint from the evaluation seeds {seeds}")
+
+    def root_of(seed):
+        return int(seeding.generator(ctx.seed, "run", str(seed)).integers(2 ** 31))
+
+    run_opts, tuning = {}, {}
+    for name, opts in params["runs"].items():   # lr tuning on the tuning seeds (validation rows, never the test set)
+        opts = dict(opts)
+        grid = opts.pop("lr_grid", None)
+        if grid is not None:
+            if not tuning_seeds:
+                raise ValueError(f"run {name!r} has an lr_grid but params give no tuning_seeds")
+            method = opts["method"]
+
+            def one_run(lr, seed, _method=method, _opts=opts, _name=name):
+                t0 = time.process_time()
+                kw = {k: v for k, v in _opts.items() if k != "method"}
+                out = run_pretrained_split(_method, client, theta0, seed=root_of(seed), holdout=holdout,
+                                           **common, **{**kw, "client_lr": lr})
+                ctx.log(f"tuning {_name} lr {lr:g} seed {seed}: validation final_acc {out['final_acc']:.4f} "
+                        f"({time.process_time() - t0:.1f} s cpu)")
+                return {"final_acc": out["final_acc"]}
+
+            sel = select_lr(grid, one_run, tuning_seeds, score=lambda out: out["final_acc"], mode="max",
+                            log=lambda msg, _n=name: ctx.log(f"tuning {_n} {msg}"), what=f"run {name!r}")
+            opts["client_lr"] = float(sel["lr"])
+            tuning[name] = {"lr_grid": [float(v) for v in grid], "tuning_seeds": tuning_seeds,
+                            "validation_fraction": holdout, "score": "mean final validation accuracy",
+                            "tuning_final_acc": sel["score"], "tuning_final_acc_per_seed": sel["per_seed"],
+                            "lr_diverged": sel["diverged"], "client_lr": float(sel["lr"])}
+            ctx.log(f"{name}: client lr {sel['lr']:g} chosen from {grid} (validation final_acc {sel['score']})")
+        run_opts[name] = opts
     per = {name: {} for name in params["runs"]}
     arrays, rows = {}, []
     for seed in seeds:
-        root = int(seeding.generator(ctx.seed, "run", str(seed)).integers(2 ** 31))
-        for name, opts in params["runs"].items():
+        root = root_of(seed)
+        for name, opts in run_opts.items():
             opts = dict(opts)
             method = opts.pop("method")
             t0 = time.process_time()
@@ -491,6 +567,10 @@ def pretrained(params: dict, ctx: RunContext):
                       "bytes_per_client_round": d[seeds[0]]["bytes_per_round"],
                       "bytes_to_target_per_seed": [d[s]["bytes_to_target"] for s in seeds],
                       "reached_target": [d[s]["reached"] for s in seeds]}
+        if "client_lr" in run_opts[name]:
+            runs[name]["client_lr"] = float(run_opts[name]["client_lr"])
+        if name in tuning:
+            runs[name]["tuning"] = tuning[name]
     paired, compare = {}, {}
     for a in per:
         for b in per:
@@ -503,6 +583,7 @@ def pretrained(params: dict, ctx: RunContext):
         tot = {k: runs[k]["bytes_total_per_client"] for k in ("hosfl", "fsl_sage", "sfl_fo")}
         compare["comm_order_hosfl_fsl_sage_sfl_fo"] = bool(tot["hosfl"] < tot["fsl_sage"] < tot["sfl_fo"])
     metrics = {"client_dim": int(theta0.size), "pretrain": {**pre, **facts}, "common": common, "seeds": seeds,
+               "tuning_seeds": tuning_seeds, "chosen_client_lr": {n: t["client_lr"] for n, t in tuning.items()},
                "target_accuracy": target, "runs": runs, "paired": paired, "compare": compare,
                "n_clients": int(common.get("n_clients", 10)), "batch_size": int(common.get("batch_size", 32))}
     write_arrays(ctx.out_dir / "curves.npz", **arrays)

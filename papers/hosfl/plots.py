@@ -224,7 +224,9 @@ def _pretrained(results: Path, out: Path) -> None:
     curves = read_arrays(results / "pretrained" / "curves.npz")
     rows = []
     for name, m in met["runs"].items():
-        rows.append({"method": LABELS.get(name, name), "final accuracy (mean)": m["final_acc"],
+        rows.append({"method": LABELS.get(name, name),
+                     "client lr": f"{m['client_lr']:g}" if m.get("client_lr") is not None else "-",
+                     "final accuracy (mean)": m["final_acc"],
                      "SE": m["final_acc_se"], "bytes per client per round": int(round(sum(m["bytes_per_client_round"].values()))),
                      "bytes per client, whole run": int(round(m["bytes_total_per_client"])),
                      f"bytes per client to {met['target_accuracy']:g} (mean)": float(np.mean(m["bytes_to_target_per_seed"])),
@@ -232,7 +234,9 @@ def _pretrained(results: Path, out: Path) -> None:
     write_markdown_table(pd.DataFrame(rows), out / "pretrained.md",
                          title=f"Pretrained CNN client (d_c = {met['client_dim']}, pre-trained on classes "
                                f"{met['pretrain']['classes']}), {met['common']['rounds']} rounds, "
-                               f"{len(met['seeds'])} seeds; float32 = 4 B")
+                               f"{len(met['seeds'])} seeds; float32 = 4 B"
+                               + (f"; client lrs chosen on tuning seeds {met['tuning_seeds']} (held-out training rows)"
+                                  if met.get("tuning_seeds") else ""))
     fig, axes = new_figure(width=5.0)
     ax = axes[0, 0]
     for name in met["runs"]:

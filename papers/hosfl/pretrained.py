@@ -46,7 +46,7 @@ from papers.hosfl.data import load_digits_split
 from papers.hosfl.model import module_apply, module_vector
 from papers.hosfl.training import CATEGORIES, final_accuracy, rounds_to_target
 
-__all__ = ["CNNClient", "pretrain_client", "run_pretrained_split", "PRETRAINED_METHODS"]
+__all__ = ["CNNClient", "pretrain_client", "run_pretrained_split", "validation_split", "PRETRAINED_METHODS"]
 
 PRETRAINED_METHODS = ("hosfl", "sfl_fo", "fsl_sage", "frozen")
 
@@ -221,12 +221,14 @@ def _round(run: _Run, t, X, Y, K, B, *, P, mu, client_lr, momentum, rng, server_
 
 def run_pretrained_split(method, client: CNNClient, theta0, *, rounds, n_clients=10, batch_size=32, P=5, mu=1e-3,
                          server_lr=0.05, client_lr=0.01, momentum=0.9, eval_every=10, server_every=2,
-                         align_every=10, align_steps=5, align_lr=1e-2, seed=0) -> dict:
+                         align_every=10, align_steps=5, align_lr=1e-2, seed=0, holdout=0.0) -> dict:
     """Fine-tune the split model from the client vector ``theta0`` on all Digits classes with ``method`` (IID
     partition, every client every round). ``align_every`` must be a multiple of ``server_every`` (FSL-SAGE
-    aligns on the activations of a server round). Returns the evaluation rounds, test accuracy, training
-    loss, bytes per round by category, total bytes per client after each evaluation, final_acc and
-    rounds_to_90."""
+    aligns on the activations of a server round). ``holdout`` in [0, 1): the fraction of the training rows held
+    out as a validation set (:func:`validation_split`, the same rows for every seed); the run then trains on the
+    other rows and its ``test_accuracy`` is measured on the held-out rows, never on the test set (lr tuning).
+    Returns the evaluation rounds, test accuracy, training loss, bytes per round by category, total bytes per
+    client after each evaluation, final_acc and rounds_to_90."""
     if method not in PRETRAINED_METHODS:
         raise ValueError(f"method must be one of {list(PRETRAINED_METHODS)}, got {method!r}")
     for name, v in (("rounds", rounds), ("n_clients", n_clients), ("batch_size", batch_size), ("P", P),
@@ -242,11 +244,15 @@ def run_pretrained_split(method, client: CNNClient, theta0, *, rounds, n_clients
             raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
     if not 0 <= float(momentum) < 1:
         raise ValueError(f"momentum must lie in [0, 1), got {momentum!r}")
+    if not 0 <= float(holdout) < 1:
+        raise ValueError(f"holdout must lie in [0, 1), got {holdout!r}")
     theta0 = np.asarray(theta0, dtype=np.float32)
     if theta0.shape != (sum(p.numel() for p in client.parameters()),):
         raise ValueError(f"theta0 must have shape ({sum(p.numel() for p in client.parameters())},), got {theta0.shape}")
     x_tr, y_tr, x_te, y_te = load_digits_split()
     n_classes = int(max(y_tr.max(), y_te.max())) + 1
+    if float(holdout) > 0:
+        x_tr, y_tr, x_te, y_te = validation_split(x_tr, y_tr, holdout)
     X_all, Y_all, X_te, Y_te = _images(x_tr), torch.from_numpy(y_tr), _images(x_te), torch.from_numpy(y_te)
     parts = partition_iid(y_tr.size, int(n_clients), seeding.generator(seed, "partition"))
     run = _Run(method, client, theta0, n_classes, server_lr=float(server_lr), momentum=float(momentum), seed=seed)
@@ -272,6 +278,20 @@ def run_pretrained_split(method, client: CNNClient, theta0, *, rounds, n_clients
             "train_loss": np.array(losses), "bytes": per_round, "bytes_per_client_at_eval": np.array(bytes_at_eval),
             "final_acc": final_accuracy(acc), "rounds_to_90": rounds_to_target(eval_rounds, acc, 0.90),
             "client_dim": run.d_c, "n_clients": K, "client_vector": run.theta.copy()}
+
+
+def validation_split(x_train, y_train, fraction):
+    """(x_fit, y_fit, x_val, y_val): ``round(fraction n)`` training rows (at least one, fewer than n), drawn by a
+    permutation from the fixed stream ``seeding.generator(0, "pretrained", "validation")``, held out for
+    validation; the same rows whatever the run's seed."""
+    x_train, y_train = np.asarray(x_train), np.asarray(y_train)
+    n = y_train.size
+    n_val = int(round(float(fraction) * n))
+    if not 0 < n_val < n:
+        raise ValueError(f"holdout {fraction!r} of {n} training rows leaves no validation or no training row")
+    perm = seeding.generator(0, "pretrained", "validation").permutation(n)
+    val, fit = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+    return x_train[fit], y_train[fit], x_train[val], y_train[val]
 
 
 def pretrained_client(*, channels, cut_dim, classes, epochs, lr, batch_size, seed):

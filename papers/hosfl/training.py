@@ -184,6 +184,22 @@ class _ServerFO(_Base):
         self.opt.zero_grad(set_to_none=True)
         return losses.detach(), grads[0].detach()
 
+    def client_forward(self, X, theta):
+        """Z = f_c(X; theta) under no_grad (the client's cut activations), timed as client time."""
+        tc = time.perf_counter()
+        with torch.no_grad():
+            Z = H.client_apply(self.m, X, theta)
+        self.client_time += time.perf_counter() - tc
+        return Z
+
+    def book_hybrid_round(self, t, clients, B):
+        """The bytes of one HO-SFL round per present client: cut activations and labels up, lambda down, P
+        scalars up, P scalars down and P seeds down."""
+        self.book_cut(t, clients, B)
+        self.book("weights.up", self.P * FLOAT32_BYTES, t, clients)
+        self.book("weights.down", self.P * FLOAT32_BYTES, t, clients)
+        self.book("seeds.down", self.P * UINT32_BYTES, t, clients)
+
     def projected_scalars(self, X, theta, Z, lam, seeds):
         """v[k, p] = <lambda_k, f_c(x_k; theta_k + mu u_p) - z_k> for the clients' inputs X (K, B, in), their
         client parameters ``theta`` (d_c,) or (K, d_c), outputs Z = f_c(X; theta) and multipliers ``lam``, with
@@ -208,12 +224,9 @@ class _HOSFL(_ServerFO):
         self.history, self.alignment = [], []
 
     def step(self, t, clients, X, Y):
-        m, B = self.m, X.shape[1]
+        B = X.shape[1]
         theta_t = torch.from_numpy(self.theta_c)
-        tc = time.perf_counter()
-        with torch.no_grad():
-            Z = H.client_apply(m, X, theta_t)
-        self.client_time += time.perf_counter() - tc
+        Z = self.client_forward(X, theta_t)
         losses, lam = self.server_pass(Z, Y)
         if not self.update_client:
             self.book_cut(t, clients, B, grad=False)
@@ -231,10 +244,7 @@ class _HOSFL(_ServerFO):
                                                  weight_decay=self.weight_decay)
         self.client_time += time.perf_counter() - tc
         self.history.append((seeds, vbar, self.mu))
-        self.book_cut(t, clients, B)
-        self.book("weights.up", self.P * FLOAT32_BYTES, t, clients)
-        self.book("weights.down", self.P * FLOAT32_BYTES, t, clients)
-        self.book("seeds.down", self.P * UINT32_BYTES, t, clients)
+        self.book_hybrid_round(t, clients, B)
         self.last_scalars = v
         return float(losses.mean())
 
@@ -261,13 +271,10 @@ class _HOSFLNoCatchup(_ServerFO):
         self.history, self.alignment = [], []
 
     def step(self, t, clients, X, Y):
-        m, B = self.m, X.shape[1]
+        B = X.shape[1]
         clients = [int(k) for k in clients]
         th = torch.from_numpy(self.copies[clients])
-        tc = time.perf_counter()
-        with torch.no_grad():
-            Z = H.client_apply(m, X, th)
-        self.client_time += time.perf_counter() - tc
+        Z = self.client_forward(X, th)
         losses, lam = self.server_pass(Z, Y)
         seeds = self.draw_seeds(self.P)
         vbar = self.projected_scalars(X, th, Z, lam, seeds).mean(axis=0)
@@ -280,10 +287,7 @@ class _HOSFLNoCatchup(_ServerFO):
         self.client_time += time.perf_counter() - tc
         self.theta_c = self.copies.mean(axis=0).astype(self.copies.dtype)
         self.history.append((seeds, vbar, self.mu))
-        self.book_cut(t, clients, B)
-        self.book("weights.up", self.P * FLOAT32_BYTES, t, clients)
-        self.book("weights.down", self.P * FLOAT32_BYTES, t, clients)
-        self.book("seeds.down", self.P * UINT32_BYTES, t, clients)
+        self.book_hybrid_round(t, clients, B)
         return float(losses.mean())
 
     def accuracy(self) -> float:
