@@ -2,8 +2,8 @@
 
 ``python -m papers.romberg_zoge.experiments NAME --config papers/romberg_zoge/config.yaml --scale quick --out DIR``
 with NAME one of ``estimator`` (weights table, Z1-Z4), ``exponential`` (Z5), ``benchmarks`` (breast-cancer
-logistic regression and Styblinski-Tang), ``ris`` (Z6), ``prompt`` (Z7, with the float16 pass) and
-``performance``. Each function takes the params of its config block and returns (tidy rows, metrics); traces
+logistic regression and Styblinski-Tang), ``ris`` (Z6), ``prompt`` (Z7, with the float16 pass),
+``prompt_lm`` (BBT-style prompt tuning of SmolLM2-135M, :mod:`papers.romberg_zoge.prompt_lm`) and ``performance``. Each function takes the params of its config block and returns (tidy rows, metrics); traces
 for the figures are written next to them as ``.npz`` files. Wall times go to ``timings.json`` and provenance.json
 only, so that ``metrics.json`` is byte-identical across runs.
 """
@@ -31,7 +31,8 @@ from papers.romberg_zoge.problems import (BreastCancerLogistic, ExponentialSepar
                                           PromptTuning, RISProblem, StyblinskiTang, fit_frozen_model, load_frozen_model,
                                           power_sum, power_sum_gradient)
 
-__all__ = ["EXPERIMENTS", "estimator", "exponential", "benchmarks", "ris", "prompt", "performance", "loglog_slope"]
+__all__ = ["EXPERIMENTS", "estimator", "exponential", "benchmarks", "ris", "prompt", "performance", "loglog_slope",
+           "run_prompt_lm"]
 
 
 def loglog_slope(x, y) -> float:
@@ -731,9 +732,11 @@ def performance(params: dict, ctx: RunContext):
 
 
 from papers.romberg_zoge.tuning import radius_map, tuned  # noqa: E402  (they reuse _cma_run above)
+from papers.romberg_zoge.prompt_lm import run_prompt_lm  # noqa: E402  (BBT on SmolLM2; reuses _cma_run)
 
 EXPERIMENTS = {"estimator": estimator, "exponential": exponential, "benchmarks": benchmarks, "ris": ris,
-               "prompt": prompt, "radius_map": radius_map, "tuned": tuned, "performance": performance}
+               "prompt": prompt, "radius_map": radius_map, "tuned": tuned, "performance": performance,
+               "prompt_lm": run_prompt_lm}
 
 if __name__ == "__main__":
     main(EXPERIMENTS)

@@ -62,21 +62,24 @@ def learning_rate(t, lr: float, lr_t0: float, lr_power: float):
 
 def zo_sgd(f: Callable, x0, *, method: str = "romberg", level: int = 1, radius: float, evals_per_step: int = 4,
            iterations: int, lr: float = 0.02, lr_t0: float = 500.0, lr_power: float = 0.6,
-           average_from: float = 0.5, seed=0, record_every: int = 0) -> dict:
+           average_from: float = 0.5, seed=0, record_every: int = 0, weights=None) -> dict:
     """Run ZO-SGD and return ``{"x_last", "x_avg", "n_evaluations", "directions_per_step"}`` (plus
     ``"iterates"`` (n_records, d) and ``"record_steps"`` when ``record_every > 0``: x_0 and every
     ``record_every``-th iterate).
 
     Methods: ``"romberg"`` (central Romberg-ZOGE at ``level``, Gaussian directions), ``"two_point"``
     (level 0), ``"forward_romberg"`` (forward differences, same weights) and ``"kernel"`` (unit-sphere
-    directions, ``zeta ~ U[-1, 1]``). ``seed`` seeds ``numpy.random.default_rng`` (an int, a SeedSequence or
+    directions, ``zeta ~ U[-1, 1]``). ``weights`` (method ``"romberg"`` only) replaces the extrapolation weights
+    of the radii ``r/2^k`` by the given ``level + 1`` numbers, an ablation (equal weights: no extrapolation);
+    ``None`` keeps the Romberg weights. ``seed`` seeds ``numpy.random.default_rng`` (an int, a SeedSequence or
     a Generator). ``x_avg`` averages ``x_t`` for ``t = ceil(average_from T), ..., T``.
 
     Raises
     ------
     ValueError
         Unknown method; ``evals_per_step`` not divisible by the per-direction cost; ``iterations < 1``;
-        ``lr <= 0``; ``average_from`` outside [0, 1); bad radius, level or x0.
+        ``lr <= 0``; ``average_from`` outside [0, 1); bad radius, level or x0; ``weights`` given for another
+        method than ``"romberg"``, of the wrong length or not finite.
     FloatingPointError
         ``f`` returned NaN/Inf (the message names the step and the method).
     """
@@ -100,7 +103,15 @@ def zo_sgd(f: Callable, x0, *, method: str = "romberg", level: int = 1, radius: 
     d = x.size
     T = int(iterations)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    radii, weights = r / 2.0 ** np.arange(level + 1), romberg_weights(level)
+    if weights is None:
+        weights = romberg_weights(level)
+    else:
+        if method != "romberg":
+            raise ValueError(f"weights apply to method 'romberg' only, got method {method!r}")
+        weights = np.asarray(weights, dtype=float)
+        if weights.shape != (level + 1,) or not np.all(np.isfinite(weights)):
+            raise ValueError(f"weights must be {level + 1} finite numbers (level {level}), got {weights!r}")
+    radii = r / 2.0 ** np.arange(level + 1)
     etas = learning_rate(np.arange(T), float(lr), float(lr_t0), float(lr_power))
     start = int(math.ceil(float(average_from) * T))
     x_sum, n_avg = np.zeros(d), 0

@@ -142,6 +142,45 @@ def _prompt(results: Path, out: Path) -> None:
     save_figure(fig, out / "prompt_accuracy.png")
 
 
+def _prompt_lm(results: Path, out: Path) -> None:
+    """BBT-style prompt tuning of SmolLM2-135M (experiment prompt_lm); skipped where it was not run (quick)."""
+    path = results / "prompt_lm" / "metrics.json"
+    if not path.is_file():
+        return
+    metrics = read_metrics(path)
+    curves = read_arrays(results / "prompt_lm" / "curves.npz")
+    names = list(metrics["methods"])
+    colors = dict(zip(names, method_colors(names).values()))
+    fig, axes = new_figure(ncols=2, width=3.8, height=3.3)
+    ax = axes[0][0]
+    for name in names:
+        key = f"{name}__train_loss"
+        if key not in curves:
+            continue
+        y = curves[key]
+        lr = metrics["tuning"].get(name, {}).get("lr")
+        label = f"{name} (lr {lr:g})" if lr is not None else f"{name} (best so far)"
+        plot_band(ax, curves[f"{name}__evaluations"], y.mean(axis=0), y.min(axis=0), y.max(axis=0), label=label,
+                  color=colors[name])
+    ax.axhline(metrics["baseline"]["train_loss"], color="0.5", linestyle=":", linewidth=1, label="z = 0")
+    ax.set_xlabel("function evaluations")
+    ax.set_ylabel("training loss (2-way cross-entropy)")
+    ax.set_title(f"SmolLM2-135M, d = {metrics['task']['dim']}, r = {metrics['radius']:g}, Q = {metrics['Q']}")
+    ax.legend(fontsize=6)
+    ax = axes[0][1]
+    for j, name in enumerate(names):
+        acc = np.array(metrics["methods"][name]["test_accuracy"])
+        x = j + np.linspace(-0.15, 0.15, acc.size)
+        ax.plot(x, acc, "o", color=colors[name], markersize=4)
+        ax.hlines(acc.mean(), j - 0.3, j + 0.3, color=colors[name])
+    ax.axhline(metrics["baseline"]["test_accuracy"], color="0.5", linestyle=":", linewidth=1, label="z = 0")
+    ax.set_xticks(range(len(names)), names, rotation=20, fontsize=7)
+    ax.set_ylabel("test accuracy (%), held-out adjectives")
+    ax.set_title(f"per seed (bars: mean), {metrics['budget']} evaluations")
+    ax.legend(fontsize=7)
+    save_figure(fig, out / "prompt_lm.png")
+
+
 def _benchmarks(results: Path, out: Path) -> None:
     metrics = read_metrics(results / "benchmarks" / "metrics.json")
     traces = read_arrays(results / "benchmarks" / "traces.npz")
@@ -293,6 +332,7 @@ def make_figures(results_dir, out_dir, scale: str) -> None:
     _ris(results, out)
     _prompt(results, out)
     _prompt_float16(results, out)
+    _prompt_lm(results, out)
     _radius_map(results, out)
     _tuned(results, out)
     _performance(results, out)
