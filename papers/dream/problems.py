@@ -103,6 +103,11 @@ class QuadraticFederation:
             g = g + self.noise_std * rng.standard_normal(g.shape)
         return g
 
+    def batch_gradients(self, Y) -> np.ndarray:
+        """Exact client gradients for a batch of replicas: Y (B, N, d), row (b, i) the point of client i in
+        replica b -> (B, N, M, d) (no noise)."""
+        return (self.hessians @ np.asarray(Y, dtype=float)[..., :, None, :, None])[..., 0] - self.Hb
+
     def pareto_stationarity(self, x) -> float:
         """S(x) = min_{lam in Delta} ||sum_m lam_m grad F_m(x)||^2 (squared)."""
         _, d = dream_weights(self.task_gradients(x))
