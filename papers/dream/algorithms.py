@@ -26,10 +26,12 @@ from shared.fed import FLOAT32_BYTES, sample_clients
 from papers.dream.aggregation import correction_matrix, dream_weights
 from papers.dream.problems import QuadraticFederation
 
-__all__ = ["METHODS", "LOCAL_MODES", "run_quadratic", "check_common_args"]
+__all__ = ["METHODS", "LOCAL_MODES", "SERVER_MODES", "run_quadratic", "check_common_args", "run_dream_batched",
+           "two_task_min_norm", "rate_step"]
 
 METHODS = ("dream", "dream_no_cv", "fmgda", "fedcmoo", "fedavg_ls", "scaffold_ls", "mgda_central")
 LOCAL_MODES = ("weighted", "per_task")
+SERVER_MODES = ("mean", "one_client")
 
 
 def _check_preference(preference, M: int) -> np.ndarray:
@@ -212,3 +214,109 @@ def run_quadratic(problem: QuadraticFederation, method: str = "dream", *, rounds
         "bytes_up": b_up,
         "bytes_down": b_down,
     }
+
+
+# ------------------------------------------------------------------------ batched DREAM-R for the rate sweep
+def two_task_min_norm(G: np.ndarray):
+    """The M = 2 closed form of :func:`~papers.dream.aggregation.dream_weights` (A = I, rho = 0) for a stack of
+    gradient pairs: G (..., 2, d) -> (weights (..., 2), direction (..., d)). lam_1 = clip_[0,1](g_2.(g_2 - g_1)
+    / ||g_1 - g_2||^2), (1/2, 1/2) where g_1 = g_2; S = ||direction||^2 is the Pareto stationarity."""
+    G = np.asarray(G, dtype=float)
+    if G.ndim < 2 or G.shape[-2] != 2:
+        raise ValueError(f"G must have shape (..., 2, d), got {G.shape}")
+    diff = G[..., 0, :] - G[..., 1, :]
+    den = np.einsum("...i,...i->...", diff, diff)
+    num = np.einsum("...i,...i->...", G[..., 1, :], -diff)
+    safe = np.where(den == 0.0, 1.0, den)
+    lam1 = np.where(den == 0.0, 0.5, np.clip(num / safe, 0.0, 1.0))
+    lam = np.stack([lam1, 1.0 - lam1], axis=-1)
+    return lam, np.einsum("...m,...md->...d", lam, G)
+
+
+def rate_step(c: float, n_clients, rounds):
+    """The step of the O(1/sqrt(NT)) rate: eta = c sqrt(N / T) (the product eta_g K eta_l of one round)."""
+    c = float(c)
+    if not np.isfinite(c) or c <= 0:
+        raise ValueError(f"c must be a finite number > 0, got {c!r}")
+    N, T = np.asarray(n_clients, dtype=float), np.asarray(rounds, dtype=float)
+    if np.any(N < 1) or np.any(T < 1):
+        raise ValueError(f"n_clients and rounds must be >= 1, got {n_clients!r}, {rounds!r}")
+    return c * np.sqrt(N / T)
+
+
+def run_dream_batched(problem, *, rounds: int, lr_local, n_replicas: int, local_steps: int = 10,
+                      lr_global: float = 1.0, momentum: float = 0.0, cv_ema: float = 1.0, server: str = "mean",
+                      x0=None, seed=0) -> dict:
+    """DREAM-R (A = I, rho = 0, full participation, M = 2) on ``n_replicas`` independent copies of one
+    two-task federation at once, each with its own local step ``lr_local[b]`` and its own noise.
+
+    The round is :func:`run_quadratic`'s ``method="dream"`` with ``local_mode="weighted"``, vectorised over
+    replicas; with one replica and ``server="mean"`` it draws the same random numbers in the same order and
+    returns the same iterates (a unit test). ``server="one_client"`` is the control without averaging: the
+    server moves to one client's local iterate, x^{t+1} = x^t + eta_g (y^K_{i_t} - x^t) with i_t uniform
+    on the clients (drawn per replica after the local steps), so the N clients give no variance reduction;
+    every other part (control variates, probes, weights) is unchanged. ``problem`` needs ``n_clients``,
+    ``n_tasks`` = 2, ``dim``, ``noise_std``, ``batch_gradients(Y (B, N, d)) -> (B, N, 2, d)`` (exact client gradients). ``seed`` is an int or a numpy Generator.
+
+    Returns ``stationarity`` (T+1, B): S(x_t) on exact gradients per replica, and ``x_last`` (B, d).
+    """
+    N, M, d = problem.n_clients, problem.n_tasks, problem.dim
+    if M != 2:
+        raise ValueError(f"run_dream_batched needs n_tasks = 2 (closed-form weights), got {M}")
+    if server not in SERVER_MODES:
+        raise ValueError(f"server must be one of {list(SERVER_MODES)}, got {server!r}")
+    if isinstance(n_replicas, bool) or not isinstance(n_replicas, (int, np.integer)) or n_replicas < 1:
+        raise ValueError(f"n_replicas must be an integer >= 1, got {n_replicas!r}")
+    B = int(n_replicas)
+    eta_l = np.broadcast_to(np.asarray(lr_local, dtype=float), (B,)).copy()
+    if not np.all(np.isfinite(eta_l)) or np.any(eta_l <= 0):
+        raise ValueError(f"lr_local must be finite and > 0, got {lr_local!r}")
+    check_common_args("dream", METHODS, rounds=rounds, local_steps=local_steps, lr_local=float(eta_l.min()),
+                      lr_global=lr_global, momentum=momentum, cv_ema=cv_ema, rho=0.0, clients_per_round=None,
+                      n_clients=N)
+    x = np.zeros((B, d)) if x0 is None else np.array(np.broadcast_to(np.asarray(x0, dtype=float), (B, d)))
+    if not np.all(np.isfinite(x)):
+        raise ValueError("x0 must be finite")
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    T, K, eta_g, beta, alpha = int(rounds), int(local_steps), float(lr_global), float(momentum), float(cv_ema)
+    sigma = float(problem.noise_std)
+    lr = eta_l[:, None, None]
+    c_i = np.zeros((B, N, M, d))
+    c = np.zeros((B, M, d))
+    lam = np.full((B, M), 1.0 / M)
+    rows = np.arange(B)
+
+    def noisy(g):
+        return g + sigma * rng.standard_normal(g.shape) if sigma > 0 else g
+
+    def stationarity(G_anchor):   # G_anchor (B, N, M, d): exact client gradients at x -> S(x) per replica
+        _, dvec = two_task_min_norm(G_anchor.mean(axis=1))
+        return np.einsum("bd,bd->b", dvec, dvec)
+
+    S = np.empty((T + 1, B))
+    for t in range(T):
+        anchor = np.repeat(x[:, None, :], N, axis=1)
+        G_anchor = problem.batch_gradients(anchor)
+        S[t] = stationarity(G_anchor)
+        corr_w = np.einsum("bm,bnmd->bnd", lam, c[:, None] - c_i)
+        y = anchor
+        v = None
+        for k in range(K):
+            g = np.einsum("bm,bnmd->bnd", lam, noisy(problem.batch_gradients(y))) + corr_w
+            v = g if k == 0 else beta * v + (1.0 - beta) * g
+            y = y - lr * v
+        if server == "mean":
+            x_new = x + eta_g * (y - x[:, None, :]).mean(axis=1)
+        else:
+            pick = rng.integers(0, N, size=B)
+            x_new = x + eta_g * (y[rows, pick] - x)
+        probe = noisy(G_anchor)                      # fresh probe at the anchor x^t
+        dc = alpha * (probe - c_i)
+        c_i += dc
+        c = c + dc.sum(axis=1) / N
+        lam, _ = two_task_min_norm(c)
+        if not np.all(np.isfinite(x_new)):
+            raise FloatingPointError(f"run_dream_batched (server {server!r}): non-finite iterate at round {t}")
+        x = x_new
+    S[T] = stationarity(problem.batch_gradients(np.repeat(x[:, None, :], N, axis=1)))
+    return {"stationarity": S, "x_last": x}

@@ -1,7 +1,8 @@
 """Experiments of the dream reproduction (spec "Experiments by scale").
 
 ``python -m papers.dream.experiments NAME --config papers/dream/config.yaml --scale quick --out DIR`` with NAME
-one of ``quadratic`` (D1, D2, D4), ``quadratic_grid`` (M in {3, 5}, d in {20, 100}), ``speedup`` (D3), ``rho_sweep`` (D5), ``multidigits`` (D6, D6b, round
+one of ``quadratic`` (D1, D2, D4), ``quadratic_grid`` (M in {3, 5}, d in {20, 100}), ``speedup`` (D3), ``rate_joint`` (D3: the joint
+fit of the rate in N and T at the step c sqrt(N/T) on a stochastic non-convex task), ``rho_sweep`` (D5), ``multidigits`` (D6, D6b, round
 cost), ``qp_timing`` (the weight QP against cvxpy/quadprog), and at full scale (tiny at smoke) ``ablation``
 and ``pareto_front``. Whole traces for the figures go to
 ``traces.npz``; wall times go to ``timings.json`` and provenance.json, never to metrics.json.
@@ -16,11 +17,12 @@ from shared.experiment import RunContext, main
 from shared.results import mean_and_se, write_arrays, write_metrics
 
 from papers.dream.aggregation import dream_weights
-from papers.dream.algorithms import run_quadratic
-from papers.dream.problems import QuadraticFederation
+from papers.dream.algorithms import rate_step, run_dream_batched, run_quadratic
+from papers.dream.problems import LogQuadraticFederation, QuadraticFederation
 
-__all__ = ["EXPERIMENTS", "quadratic", "quadratic_grid", "speedup", "rho_sweep", "multidigits", "qp_timing", "ablation", "pareto_front",
-           "resolve_correction", "hypervolume_2d", "torchjd_direction"]
+__all__ = ["EXPERIMENTS", "quadratic", "quadratic_grid", "speedup", "rate_joint", "rho_sweep", "multidigits", "qp_timing",
+           "ablation", "pareto_front", "resolve_correction", "hypervolume_2d", "torchjd_direction", "fit_rate_exponents",
+           "fit_product_exponent", "momentum_noise_factor", "theory_step_constant"]
 
 
 def resolve_correction(spec, M: int):
@@ -156,6 +158,140 @@ def _speedup_for(params, method, run, T, Ns, ctx):
     _, se = mean_and_se(list(by_seed.values()))
     return rows, {"avg_s": avg, "slope": slope, "slope_by_seed": by_seed, "slope_se": se, "n_clients": Ns,
                   "rounds": T, "slope_per_seed": list(by_seed.values()), "method": method}
+
+
+# ---------------------------------------------------------------------------------------------- rate_joint
+def fit_rate_exponents(n_clients, rounds, values):
+    """Least squares of log S = a + b log N + c log T over the points (N_j, T_j, S_j); returns (a, b, c)."""
+    N, T, S = (np.asarray(v, dtype=float).ravel() for v in (n_clients, rounds, values))
+    if not (N.size == T.size == S.size) or N.size < 3:
+        raise ValueError("n_clients, rounds and values need the same size, at least 3")
+    if np.any(S <= 0) or np.any(N <= 0) or np.any(T <= 0):
+        raise ValueError("n_clients, rounds and values must be > 0")
+    X = np.column_stack([np.ones_like(N), np.log(N), np.log(T)])
+    if np.linalg.matrix_rank(X) < 3:
+        raise ValueError("the (N, T) design must vary both N and T")
+    coef = np.linalg.lstsq(X, np.log(S), rcond=None)[0]
+    return float(coef[0]), float(coef[1]), float(coef[2])
+
+
+def fit_product_exponent(n_clients, rounds, values):
+    """Least squares of log S = a + e log(N T); returns (a, e)."""
+    N, T, S = (np.asarray(v, dtype=float).ravel() for v in (n_clients, rounds, values))
+    e, a = np.polyfit(np.log(N * T), np.log(S), 1)
+    return float(a), float(e)
+
+
+def momentum_noise_factor(local_steps: int, momentum: float) -> float:
+    """nu = sum_k w_k^2 / K^2 with w_k the weight of the k-th local stochastic gradient in y^K - x^t (in
+    units of eta_l; the w_k sum to K): DREAM-R's EMA momentum, reset every round. The variance of one
+    client's round displacement is nu eta^2 sigma^2 for eta = K eta_l; nu = 1/K without momentum."""
+    K, beta = int(local_steps), float(momentum)
+    w = np.zeros(K)
+    for j in range(K):            # v^{j+1} = sum_k coef_k g^k
+        coef = np.zeros(K)
+        coef[0] = beta ** j if j > 0 else 1.0
+        for k in range(1, j + 1):
+            coef[k] = (1.0 - beta) * beta ** (j - k)
+        w += coef
+    return float(np.sum(w ** 2) / K ** 2)
+
+
+def theory_step_constant(delta: float, smoothness: float, sigma2: float, nu: float) -> float:
+    """c minimising the non-convex SGD bound 2 Delta / (eta T) + L eta nu sigma^2 / N over eta = c sqrt(N/T):
+    c* = sqrt(2 Delta / (L nu sigma^2)); both terms then equal sqrt(2 Delta L nu sigma^2) / sqrt(N T)."""
+    return float(np.sqrt(2.0 * delta / (smoothness * nu * sigma2)))
+
+
+def rate_joint(params: dict, ctx: RunContext):
+    """D3 as the abstract states it: the O(1/sqrt(NT)) rate at the step eta = c sqrt(N/T), fitted jointly in
+    N and T on a stochastic non-convex task.
+
+    Task: :class:`LogQuadraticFederation` (f_m = log(1 + q_m), two tasks, IID clients, ``noise_std`` N(0, I)
+    gradient noise per call), blocks drawn by ``QuadraticFederation.random(..., iid=True,
+    seed=instance_seed)``, start x0_j = x0_scale (-1)^j. DREAM-R (K = ``local_steps``, momentum, A = I,
+    rho = 0, full participation) with eta_g = 1 and eta_l = eta / K. For every N in ``n_clients_list`` and
+    T in ``rounds_list``, ``n_seeds`` independent runs; the measure is the mean of S(x_t) over t = 0..T-1
+    (exact gradients), i.e. E S at a uniformly random iterate, as the non-convex rate bounds it.
+
+    c: ``step_constant`` when given, else min(c*, c_stab) with c* = :func:`theory_step_constant` (Delta =
+    max_m F_m(x0) - inf F_m, inf F_m = 0; L = max lambda_max(H); sigma^2 = noise_std^2 d / M, the variance
+    of the uniformly weighted noise; nu = :func:`momentum_noise_factor`) and c_stab = 1 / (L sqrt(N_max /
+    T_min)) (largest step of the sweep at most 1/L). Computed before any run.
+
+    Metrics: per variant (DREAM-R at the top level, ``control.<name>`` for each entry of ``controls``):
+    ``n_exponent_per_seed``, ``t_exponent_per_seed`` (joint least squares per seed), ``nt_exponent_per_seed``
+    (exponent of N T as the single regressor), their means and standard errors, ``avg_s.N<N>_T<T>`` (mean over
+    seeds) and ``fit_mean`` (the fits on the seed-mean of log S). Controls: ``{server: one_client}`` (the
+    server moves to one client's update, no averaging) and ``{fixed_step: true}`` (eta = c sqrt(N_max /
+    T_min) for every N and T, the sweep's largest step held constant).
+    """
+    Ns = [int(n) for n in params["n_clients_list"]]
+    Ts = [int(t) for t in params["rounds_list"]]
+    B = int(params["n_seeds"])
+    M, d = int(params.get("n_tasks", 2)), int(params["dim"])
+    K, beta = int(params["local_steps"]), float(params.get("momentum", 0.0))
+    noise = float(params["noise_std"])
+    make = dict(eig_range=tuple(params.get("eig_range", (0.5, 2.0))),
+                center_offset=float(params.get("center_offset", 0.5)),
+                heterogeneity=float(params.get("heterogeneity", 0.5)), iid=True, noise_std=noise,
+                seed=int(params.get("instance_seed", 0)))
+    x0 = float(params.get("x0_scale", 1.0)) * (-1.0) ** np.arange(d)
+    ref = LogQuadraticFederation.random(1, M, d, **make)
+    delta = float(ref.task_values(x0).max())
+    L = ref.smoothness()
+    sigma2 = noise ** 2 * d / M
+    nu = momentum_noise_factor(K, beta)
+    c_theory = theory_step_constant(delta, L, sigma2, nu)
+    c_stab = 1.0 / (L * np.sqrt(max(Ns) / min(Ts)))
+    c = float(params["step_constant"]) if "step_constant" in params else min(c_theory, c_stab)
+    eta_max = float(rate_step(c, max(Ns), min(Ts)))
+    ctx.log(f"c = {c:.4g} (theory {c_theory:.4g}, stability cap {c_stab:.4g}); Delta {delta:.4g}, L {L:.4g}, "
+            f"sigma^2 {sigma2:.4g}, nu {nu:.4g}; largest step {eta_max:.4g}")
+    variants = {"dream": {}, **params.get("controls", {})}
+    rows, out, arrays = [], {}, {}
+    for name, var in variants.items():
+        server = var.get("server", "mean")
+        fixed = bool(var.get("fixed_step", False))
+        avg = np.empty((len(Ns), len(Ts), B))
+        for i, N in enumerate(Ns):
+            problem = LogQuadraticFederation.random(N, M, d, **make)
+            for j, T in enumerate(Ts):
+                eta = eta_max if fixed else float(rate_step(c, N, T))
+                res = run_dream_batched(problem, rounds=T, lr_local=eta / K, n_replicas=B, local_steps=K,
+                                        momentum=beta, server=server, x0=x0,
+                                        seed=ctx.generator("rate_joint", name, f"N{N}", f"T{T}"))
+                avg[i, j] = res["stationarity"][:T].mean(axis=0)
+                for b in range(B):
+                    rows.append({"method": name, "seed": b, "step": T, "metric": "avg_stationarity",
+                                 "value": float(avg[i, j, b]), "n_clients": N, "rounds": T, "eta": eta})
+        NN, TT = np.meshgrid(Ns, Ts, indexing="ij")
+        fits = [fit_rate_exponents(NN, TT, avg[:, :, b]) for b in range(B)]
+        prods = [fit_product_exponent(NN, TT, avg[:, :, b]) for b in range(B)]
+        mean_log = np.exp(np.log(avg).mean(axis=2))
+        fa, fb, fc = fit_rate_exponents(NN, TT, mean_log)
+        pa, pe = fit_product_exponent(NN, TT, mean_log)
+        met = {"server": server, "fixed_step": fixed,
+               "n_exponent_per_seed": [f[1] for f in fits], "t_exponent_per_seed": [f[2] for f in fits],
+               "nt_exponent_per_seed": [p[1] for p in prods],
+               "avg_s": {f"N{N}_T{T}": float(avg[i, j].mean()) for i, N in enumerate(Ns) for j, T in enumerate(Ts)},
+               "fit_mean": {"intercept": fa, "n_exponent": fb, "t_exponent": fc, "nt_intercept": pa,
+                            "nt_exponent": pe}}
+        for key in ("n_exponent", "t_exponent", "nt_exponent"):
+            met[key], met[key + "_se"] = mean_and_se(met[key + "_per_seed"])
+        out[name] = met
+        arrays[f"{name}__avg_s"] = avg
+        ctx.log(f"{name}: N exponent {met['n_exponent']:.3f} +- {met['n_exponent_se']:.3f}, T exponent "
+                f"{met['t_exponent']:.3f} +- {met['t_exponent_se']:.3f}, NT exponent {met['nt_exponent']:.3f}")
+    arrays["n_clients"], arrays["rounds"] = np.asarray(Ns, dtype=float), np.asarray(Ts, dtype=float)
+    write_arrays(ctx.out_dir / "rate.npz", **arrays)
+    metrics = {**out.pop("dream"), "control": out,
+               "measure": "mean of S(x_t) over t = 0..T-1 (exact gradients): E S at a uniformly random iterate",
+               "c": c, "c_theory": c_theory, "c_stability": float(c_stab), "step_max": eta_max,
+               "constants": {"delta": delta, "smoothness": L, "sigma2": sigma2, "momentum_noise_factor": nu,
+                             "local_steps": K, "momentum": beta},
+               "n_clients": Ns, "rounds": Ts, "n_seeds": B, "dim": d}
+    return rows, metrics
 
 
 # ----------------------------------------------------------------------------------------------- rho_sweep
@@ -538,7 +674,8 @@ def qp_timing(params: dict, ctx: RunContext):
                   "solver_failures": failures}
 
 
-EXPERIMENTS = {"quadratic": quadratic, "quadratic_grid": quadratic_grid, "speedup": speedup, "rho_sweep": rho_sweep,
+EXPERIMENTS = {"quadratic": quadratic, "quadratic_grid": quadratic_grid, "speedup": speedup, "rate_joint": rate_joint,
+               "rho_sweep": rho_sweep,
                "multidigits": multidigits,
                "qp_timing": qp_timing, "ablation": ablation, "pareto_front": pareto_front}
 

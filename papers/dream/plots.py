@@ -90,6 +90,38 @@ def _speedup(results: Path, out: Path) -> None:
     save_figure(fig, out / "linear_speedup.png")
 
 
+RATE_VARIANTS = {"dream": ("DREAM-R", "o", "-"), "one_client": ("one-client server (control)", "s", ":"),
+                 "const_step": ("constant step c sqrt(N_max/T_min)", "^", "--")}
+
+
+def _rate_joint(results: Path, out: Path) -> None:
+    base = results / "rate_joint"
+    met = read_metrics(base / "metrics.json")
+    arr = read_arrays(base / "rate.npz")
+    Ns, Ts = arr["n_clients"], arr["rounds"]
+    NT = np.outer(Ns, Ts)
+    fig, axes = new_figure(width=5.2, height=3.8)
+    ax = axes[0, 0]
+    colors = {"dream": COLORS["dream"], "one_client": "0.35", "const_step": COLORS["fedavg_ls"]}
+    for name, (label, marker, style) in RATE_VARIANTS.items():
+        if f"{name}__avg_s" not in arr:
+            continue
+        m = met if name == "dream" else met["control"][name]
+        gm = np.exp(np.log(arr[f"{name}__avg_s"]).mean(axis=2))      # geometric mean over seeds
+        ax.loglog(NT.ravel(), gm.ravel(), marker, color=colors[name], linestyle="none", markersize=4)
+        xs = np.array([NT.min(), NT.max()], dtype=float)
+        fit = m["fit_mean"]
+        ax.loglog(xs, np.exp(fit["nt_intercept"]) * xs ** fit["nt_exponent"], style, color=colors[name],
+                  label=(f"{label}: NT exp. {m['nt_exponent']:.2f}, N exp. {m['n_exponent']:.2f}, "
+                         f"T exp. {m['t_exponent']:.2f}"))
+    ax.set_xlabel("N T (clients x rounds)")
+    ax.set_ylabel(r"mean of $S(x_t)$ over $t < T$ (geometric mean over seeds)")
+    ax.set_title(f"Step c sqrt(N/T), c = {met['c']:.3g}; N in {[int(n) for n in Ns]}, T in {[int(t) for t in Ts]}; "
+                 f"{met['n_seeds']} seeds", fontsize=7)
+    ax.legend(fontsize=6)
+    save_figure(fig, out / "rate_joint.png")
+
+
 def _rho(results: Path, out: Path) -> None:
     met = read_metrics(results / "rho_sweep" / "metrics.json")
     rhos = np.array(met["rhos"])
@@ -220,6 +252,8 @@ def make_figures(results_dir, out_dir, scale: str) -> None:
         _grid_table(results, out)
     if (results / "speedup" / "metrics.json").exists():
         _speedup(results, out)
+    if (results / "rate_joint" / "rate.npz").exists():
+        _rate_joint(results, out)
     if (results / "rho_sweep" / "metrics.json").exists():
         _rho(results, out)
     if (results / "multidigits" / "traces.npz").exists():

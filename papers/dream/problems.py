@@ -12,7 +12,7 @@ import numpy as np
 
 from papers.dream.aggregation import dream_weights
 
-__all__ = ["QuadraticFederation"]
+__all__ = ["QuadraticFederation", "LogQuadraticFederation"]
 
 
 class QuadraticFederation:
@@ -103,6 +103,11 @@ class QuadraticFederation:
             g = g + self.noise_std * rng.standard_normal(g.shape)
         return g
 
+    def batch_gradients(self, Y) -> np.ndarray:
+        """Exact client gradients for a batch of replicas: Y (B, N, d), row (b, i) the point of client i in
+        replica b -> (B, N, M, d) (no noise)."""
+        return (self.hessians @ np.asarray(Y, dtype=float)[..., :, None, :, None])[..., 0] - self.Hb
+
     def pareto_stationarity(self, x) -> float:
         """S(x) = min_{lam in Delta} ||sum_m lam_m grad F_m(x)||^2 (squared)."""
         _, d = dream_weights(self.task_gradients(x))
@@ -114,3 +119,54 @@ class QuadraticFederation:
         if w.shape != (self.n_tasks,) or np.any(w < 0) or abs(w.sum() - 1) > 1e-9:
             raise ValueError(f"w must be a point of the simplex of size {self.n_tasks}, got {w}")
         return np.linalg.solve(np.einsum("m,mij->ij", w, self.H_bar), w @ self.b_bar)
+
+
+class LogQuadraticFederation(QuadraticFederation):
+    """A smooth non-convex federation: f_{i,m}(x) = log(1 + q_{i,m}(x)), q_{i,m}(x) = 1/2 (x - a_{i,m})^T
+    H_{i,m} (x - a_{i,m}), with the blocks of a :class:`QuadraticFederation` (same constructor and ``random``).
+
+    grad f_{i,m}(x) = H_{i,m}(x - a_{i,m}) / (1 + q_{i,m}(x)). Each f_{i,m} is bounded below by 0 (attained at
+    a_{i,m}), non-convex (concave along a line where q > 1, e.g. 1-D: f'' = h (1 - q) / (1 + q)^2), and its
+    gradient is lambda_max(H_{i,m})-Lipschitz (the Hessian H/(1+q) - H u u^T H/(1+q)^2 has eigenvalues in
+    [-lambda_max/8, lambda_max]). ``q -> log(1 + q)`` is increasing, so the Pareto-stationary set of the
+    two-task IID federation is the quadratic one. The stochastic oracle adds noise_std * N(0, I_d) per call,
+    exactly as the quadratic federation's. With ``iid=True`` every client holds the same objectives.
+    """
+
+    def _grad_blocks(self, Y, H, a):
+        """grad f for a stack of points: Y (..., n, d) against H (n, M, d, d), a (n, M, d) -> (..., n, M, d)."""
+        u = np.asarray(Y, dtype=float)[..., :, None, :] - a
+        Hu = (H @ u[..., None])[..., 0]
+        q = 0.5 * np.einsum("...i,...i->...", u, Hu)
+        return Hu / (1.0 + q)[..., None]
+
+    def task_values(self, x) -> np.ndarray:
+        """F_m(x) = mean_i log(1 + q_{i,m}(x)), shape (M,)."""
+        u = np.asarray(x, dtype=float)[None, None, :] - self.centers
+        q = 0.5 * np.einsum("nmi,nmij,nmj->nm", u, self.hessians, u)
+        return np.log1p(q).mean(axis=0)
+
+    def task_gradients(self, x) -> np.ndarray:
+        """Exact grad F_m(x) = mean_i grad f_{i,m}(x), shape (M, d)."""
+        x = np.asarray(x, dtype=float)
+        return self._grad_blocks(np.tile(x, (self.n_clients, 1)), self.hessians, self.centers).mean(axis=0)
+
+    def client_gradients(self, y, clients, rng=None) -> np.ndarray:
+        """grad f_{i,m}(y_i) (+ noise_std N(0, I_d) when ``rng`` is given), shape (len(clients), M, d)."""
+        c = np.asarray(clients)
+        g = self._grad_blocks(y, self.hessians[c], self.centers[c])
+        if rng is not None and self.noise_std > 0:
+            g = g + self.noise_std * rng.standard_normal(g.shape)
+        return g
+
+    def batch_gradients(self, Y) -> np.ndarray:
+        """Exact client gradients for a batch of replicas: Y (B, N, d), row (b, i) the point of client i in
+        replica b -> (B, N, M, d) (no noise)."""
+        return self._grad_blocks(Y, self.hessians, self.centers)
+
+    def smoothness(self) -> float:
+        """L = max_{i,m} lambda_max(H_{i,m}), a Lipschitz constant of every grad f_{i,m}."""
+        return float(np.linalg.eigvalsh(self.hessians).max())
+
+    def scalarized_minimizer(self, w=None):
+        raise NotImplementedError("the log-quadratic federation has no closed-form scalarised minimiser")
