@@ -18,14 +18,16 @@ import torch.nn.functional as F
 from shared.experiment import RunContext, main
 from shared.results import atomic_path, mean_and_se
 from shared.device import resolve_device
-from shared.seeding import seed_torch
+from shared.seeding import seed_sequence, seed_torch
 
 from papers.adpo.losses import adpo_loss, adpo_pair_losses, dpo_pair_losses, unit_margins
-from papers.adpo.tasks import heldout_prompts, make_preference_pairs, solve
+from papers.adpo.tasks import heldout_prompts, make_preference_pairs, make_prompt, on_policy_pairs, solve
 from papers.adpo.train import (build_model, encode_pairs, exact_match, greedy_responses, kl_per_token,
-                               method_spec, preference_accuracy, response_logprobs, train_preference, train_sft)
+                               method_spec, preference_accuracy, response_logprobs, sample_responses,
+                               train_preference, train_sft)
 
-__all__ = ["EXPERIMENTS", "identities", "sft", "train", "perf", "llm", "load_sft"]
+__all__ = ["EXPERIMENTS", "identities", "sft", "train", "perf", "llm", "load_sft", "sft_seed_value",
+           "build_pairs", "response_length"]
 
 
 # ---------------------------------------------------------------------------------------------- identities
@@ -124,102 +126,194 @@ def _shared_prefix_gradient(params, seed, beta):
 
 
 # ------------------------------------------------------------------------------------------------- sft
-def sft(params: dict, ctx: RunContext):
-    """Train the imperfect SFT reference of every task in ``params['tasks']`` and save it as
-    ``model_<task>.pt``; stop when a reference is (nearly) perfect.
+def sft_seed_value(root: int, sft_seed) -> int:
+    """The integer seed of SFT seed ``sft_seed`` (an int, or "calibration" for the seed that tunes the SFT and the
+    preference lr): the stream ("sft", str(sft_seed)) of the root seed, so no SFT seed coincides with the
+    data streams (root + 7, + 11, + 13)."""
+    return int(seed_sequence(int(root), "sft", str(sft_seed)).generate_state(1)[0]) % 2 ** 31
 
-    Metrics: ``<task>.exact_match`` on the held-out prompts, ``<task>.steps``, ``<task>.final_loss``.
+
+def response_length(task: str, prompt) -> int:
+    """Tokens to decode for ``task``: the correct response's length (+ 1 for sort_length's longer rejects)."""
+    return len(solve(task, prompt)) + (1 if task == "sort_length" else 0)
+
+
+def _sft_seeds(params) -> list:
+    return [int(s) for s in params.get("sft_seeds", [0])]
+
+
+def sft(params: dict, ctx: RunContext):
+    """Train the imperfect SFT reference of every task in ``params['tasks']`` for every SFT seed of
+    ``params['sft_seeds']`` (default [0]) and save it as ``model_<task>_sft<s>.pt``; stop when a reference is
+    (nearly) perfect.
+
+    With ``params['target_em']``, each SFT run stops at the first check (every ``eval_every`` steps, at most
+    ``steps``) where the greedy exact match on ``n_val`` validation prompts (seed root + 17, apart from the
+    held-out prompts) reaches the target, so that every SFT seed's reference lands in the band the claims need.
+    Metrics: ``<task>.exact_match`` (mean over SFT seeds) and ``<task>.per_sft_seed.{exact_match, steps,
+    final_loss}`` (held-out exact match, steps trained), ``<task>.max_steps``, ``<task>.target_em``.
     """
     seed_torch(ctx.seed)
-    rows, metrics = [], {}
+    rows, metrics = [], {"sft_seeds": _sft_seeds(params)}
+    target = params.get("target_em")
     for task in params["tasks"]:
-        model, log = train_sft(params["arch"], task, steps=int(params["steps"]), batch=int(params["batch"]),
-                               lr=float(params["lr"]), seed=ctx.seed, p_correct=float(params.get("p_correct", 0.7)))
         prompts = heldout_prompts(task, int(params["n_eval"]), seed=ctx.seed + 7)
-        resp_len = len(solve(task, prompts[0])) + (1 if task == "sort_length" else 0)
-        em = exact_match(task, prompts, greedy_responses(model, prompts, resp_len))
-        ctx.log(f"SFT {task}: {log.steps} steps, loss {log.losses[-1]:.4f}, held-out exact match {em:.3f}")
-        if em >= float(params.get("max_em", 0.98)):
-            raise RuntimeError(f"the SFT reference of task {task!r} is (nearly) perfect (exact match {em:.3f}): no "
-                               "preference method can improve on it and 'localised-credit' would be meaningless; "
-                               "use fewer SFT steps")
-        with atomic_path(ctx.out_dir / f"model_{task}.pt") as tmp:
-            torch.save(model.state_dict(), tmp)
-        ctx.record(**{f"sft_wall_s_{task}": round(log.wall_s, 3)})
-        rows += [{"method": "sft", "seed": 0, "step": i + 1, "metric": "loss", "value": v, "task": task}
-                 for i, v in enumerate(log.losses)]
-        rows.append({"method": "sft", "seed": 0, "step": log.steps, "metric": "exact_match", "value": em,
-                     "task": task})
-        metrics[task] = {"exact_match": em, "steps": log.steps, "final_loss": log.losses[-1]}
+        val = (heldout_prompts(task, int(params["n_val"]), seed=ctx.seed + 17, exclude={tuple(p) for p in prompts})
+               if target is not None else None)
+        ems, losses, steps_used = [], [], []
+        for s in _sft_seeds(params):
+            model, log = train_sft(params["arch"], task, steps=int(params["steps"]), batch=int(params["batch"]),
+                                   lr=float(params["lr"]), seed=sft_seed_value(ctx.seed, s),
+                                   p_correct=float(params.get("p_correct", 0.7)), val_prompts=val,
+                                   target_em=target, eval_every=int(params.get("eval_every", 5)))
+            em = exact_match(task, prompts, greedy_responses(model, prompts, response_length(task, prompts[0])))
+            ctx.log(f"SFT {task} seed {s}: {log.steps} steps ({log.stopped}), loss {log.losses[-1]:.4f}, "
+                    f"held-out exact match {em:.3f}")
+            steps_used.append(log.steps)
+            if em >= float(params.get("max_em", 0.98)):
+                raise RuntimeError(f"the SFT reference of task {task!r} (SFT seed {s}) is (nearly) perfect (exact "
+                                   f"match {em:.3f}): no preference method can improve on it and "
+                                   "'localised-credit' would be meaningless; use fewer SFT steps")
+            with atomic_path(ctx.out_dir / f"model_{task}_sft{s}.pt") as tmp:
+                torch.save(model.state_dict(), tmp)
+            ctx.record(**{f"sft_wall_s_{task}_sft{s}": round(log.wall_s, 3)})
+            rows += [{"method": "sft", "seed": s, "step": i + 1, "metric": "loss", "value": v, "task": task}
+                     for i, v in enumerate(log.losses)]
+            rows.append({"method": "sft", "seed": s, "step": log.steps, "metric": "exact_match", "value": em,
+                         "task": task})
+            ems.append(em), losses.append(log.losses[-1])
+        metrics[task] = {"exact_match": float(np.mean(ems)), "max_steps": int(params["steps"]), "target_em": target,
+                         "per_sft_seed": {"exact_match": ems, "final_loss": losses, "steps": steps_used}}
     return rows, metrics
 
 
-def load_sft(params: dict, task: str, seed: int):
-    """The SFT reference of ``task`` saved by the ``sft`` experiment (directory ``params['sft_dir']``)."""
-    path = Path(params["sft_dir"]) / f"model_{task}.pt"
+def load_sft(params: dict, task: str, seed: int, sft_seed: int = 0):
+    """The SFT reference of ``task`` and SFT seed ``sft_seed`` saved by the ``sft`` experiment (directory
+    ``params['sft_dir']``)."""
+    path = Path(params["sft_dir"]) / f"model_{task}_sft{int(sft_seed)}.pt"
     if not path.exists():
-        raise FileNotFoundError(f"{path} not found: run the 'sft' experiment of this scale first")
+        raise FileNotFoundError(f"{path} not found: run the 'sft' experiment of this scale first (with SFT seed "
+                                f"{sft_seed} in its sft_seeds)")
     model = build_model(params["arch"], seed)
     model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
     return model.eval()
 
 
 # ----------------------------------------------------------------------------------------------- train
-def _data(params, task, seed, ref):
-    train_pairs = make_preference_pairs(task, int(params["n_pairs"]), seed=seed + 11)
-    seen = {tuple(p.prompt) for p in train_pairs}
+def build_pairs(params, task, n, *, seed, ref, sample_seed, exclude=None):
+    """Training or evaluation pairs of ``task`` in the mode ``params['pairs']``.
+
+    ``offline`` (default): ``n`` pairs of the gold answer against a synthetic perturbation
+    (``make_preference_pairs``). ``on_policy``: ``n`` prompts (drawn like the offline prompts, from ``seed``),
+    ``params['k_samples']`` responses per prompt sampled from ``ref`` at ``params['temperature']`` (default 1)
+    with the torch seed ``sample_seed``, turned into pairs by ``tasks.on_policy_pairs`` (chosen = correct,
+    rejected = the first incorrect sample; prompts without a correct sample are dropped, or get the gold answer
+    as chosen when ``params['no_correct']`` is "gold"). Returns (pairs, prompts used, stats)."""
+    mode = params.get("pairs", "offline")
+    if mode == "offline":
+        pairs = make_preference_pairs(task, n, seed=seed, exclude=exclude)
+        return pairs, [p.prompt for p in pairs], {"pairs": len(pairs)}
+    if mode != "on_policy":
+        raise ValueError(f"pairs must be 'offline' or 'on_policy', got {mode!r}")
+    rng, exclude, prompts = np.random.default_rng(seed), exclude or set(), []
+    while len(prompts) < n:
+        p = make_prompt(task, rng)
+        if tuple(p) not in exclude:
+            prompts.append(p)
+    samples = sample_responses(ref, prompts, response_length(task, prompts[0]), k=int(params["k_samples"]),
+                               seed=sample_seed, temperature=float(params.get("temperature", 1.0)))
+    pairs, stats = on_policy_pairs(task, prompts, samples, no_correct=params.get("no_correct", "drop"))
+    if not pairs:
+        raise RuntimeError(f"no on-policy pair for task {task!r}: {stats} (a reference that never or always "
+                           "answers correctly; try no_correct: gold, or more samples)")
+    return pairs, prompts, stats
+
+
+def _data(params, task, seed, ref, sft_seed):
+    """Training pairs, held-out prompts and held-out pairs of one SFT reference (the sampling seeds of the
+    on-policy pairs depend on the SFT seed; the prompts do not)."""
+    sample = lambda name: sft_seed_value(seed, f"{name}-{sft_seed}")  # noqa: E731
+    train_pairs, train_prompts, stats = build_pairs(params, task, int(params["n_pairs"]), seed=seed + 11, ref=ref,
+                                                    sample_seed=sample("on-policy-train"))
+    seen = {tuple(p) for p in train_prompts}
     prompts = heldout_prompts(task, int(params["n_eval"]), seed=seed + 7, exclude=seen)
-    eval_pairs = make_preference_pairs(task, int(params["n_eval_pairs"]), seed=seed + 13, exclude=seen)
+    eval_pairs, _, eval_stats = build_pairs(params, task, int(params["n_eval_pairs"]), seed=seed + 13, ref=ref,
+                                            sample_seed=sample("on-policy-eval"), exclude=seen)
     w_other = float(params.get("w_other", 0.1))
-    return encode_pairs(train_pairs, ref, w_other=w_other), prompts, encode_pairs(eval_pairs, ref, w_other=w_other)
+    return (encode_pairs(train_pairs, ref, w_other=w_other), prompts, encode_pairs(eval_pairs, ref, w_other=w_other),
+            {"train": stats, "eval": eval_stats})
 
 
 def _train_task(params, ctx, task, rows, timing):
-    ref = load_sft(params, task, ctx.seed).to(resolve_device(params.get("device", "cpu")))
-    data, prompts, eval_data = _data(params, task, ctx.seed, ref)
-    resp_len = len(solve(task, prompts[0])) + (1 if task == "sort_length" else 0)
-    ref_greedy = greedy_responses(ref, prompts, resp_len)
+    """Every method, SFT seed and preference seed of one task. Per method: final metrics per run and per SFT
+    seed (mean over the preference seeds); the reference per SFT seed."""
+    device = resolve_device(params.get("device", "cpu"))
     beta, steps = float(params["beta"]), int(params["steps"])
     eval_steps = sorted(set(int(s) for s in params["eval_steps"]) | {steps})
+    methods, sft_seeds, seeds = params["methods"], _sft_seeds(params), [int(s) for s in params["seeds"]]
+    runs = {name: {"exact_match": [], "pref_acc": [], "kl": [], "init_err": [], "share": [], "wall": []}
+            for name in methods}
+    references, pair_stats, jensen_v, jensen_n = [], {}, 0, 0
+    for s in sft_seeds:
+        ref = load_sft(params, task, ctx.seed, s).to(device)
+        data, prompts, eval_data, stats = _data(params, task, ctx.seed, ref, s)
+        pair_stats[str(s)] = stats
+        resp_len = response_length(task, prompts[0])
+        ref_greedy = greedy_responses(ref, prompts, resp_len)
 
-    def eval_fn(model):
-        return {"exact_match": exact_match(task, prompts, greedy_responses(model, prompts, resp_len)),
-                "pref_acc": preference_accuracy(model, eval_data),
-                "kl": kl_per_token(model, ref, prompts, ref_greedy)}
+        def eval_fn(model):
+            return {"exact_match": exact_match(task, prompts, greedy_responses(model, prompts, resp_len)),
+                    "pref_acc": preference_accuracy(model, eval_data),
+                    "kl": kl_per_token(model, ref, prompts, ref_greedy)}
 
-    out, jensen_v, jensen_n = {}, 0, 0
-    methods = params["methods"]
-    for name, mdict in ctx.progress(methods.items(), total=len(methods), what=f"{task}: methods"):
-        spec = method_spec(mdict)
-        finals = {"exact_match": [], "pref_acc": [], "kl": []}
-        init_errs, shares, walls = [], [], []
-        for seed in params["seeds"]:
-            _, log = train_preference(ref, spec, data, steps=steps, batch=int(params["batch"]),
-                                      lr=float(params["lr"]), beta=beta, seed=int(seed), eval_steps=eval_steps,
-                                      eval_fn=eval_fn, jensen=spec.loss == "adpo")
-            for i, (loss, share) in enumerate(zip(log["loss"], log["grad_share"])):
-                rows.append({"method": name, "seed": seed, "step": i + 1, "metric": "loss", "value": loss,
-                             "task": task})
-                rows.append({"method": name, "seed": seed, "step": i + 1, "metric": "grad_share", "value": share,
-                             "task": task})
-            for step, ev in log["evals"].items():
-                for k, v in ev.items():
-                    rows.append({"method": name, "seed": seed, "step": step, "metric": k, "value": v, "task": task})
-            for k in finals:
-                finals[k].append(log["evals"][steps][k])
-            init_errs.append(log["init_err"])
-            shares.append(float(np.mean(log["grad_share"][-10:])))
-            walls.append(log["wall_s"])
-            jensen_v += log["jensen_violations"]
-            jensen_n += log["jensen_checked"]
-            ctx.log(f"{task} {name} seed {seed}: EM {finals['exact_match'][-1]:.3f}, KL {finals['kl'][-1]:.4f}, "
-                    f"{steps / log['wall_s']:.1f} steps/s")
-        out[name] = {k: {"mean": mean_and_se(v)[0], "se": mean_and_se(v)[1], "per_seed": v}
-                     for k, v in finals.items()}
-        out[name]["init_err_max"] = max(init_errs)
-        out[name]["final_grad_share"] = float(np.mean(shares))
-        timing[f"{task}.{name}"] = round(steps * len(walls) / sum(walls), 3)
-    return {"reference": eval_fn(ref), "methods": out, "jensen_violations": jensen_v, "jensen_pairs": jensen_n}
+        reference = eval_fn(ref)   # step 0 of every run: evaluated once per SFT seed
+        references.append(reference)
+        ctx.log(f"{task} SFT seed {s}: reference EM {reference['exact_match']:.3f}, pairs {stats['train']}")
+        for name, mdict in ctx.progress(methods.items(), total=len(methods), what=f"{task} sft{s}: methods"):
+            spec = method_spec(mdict)
+            for seed in seeds:
+                _, log = train_preference(ref, spec, data, steps=steps, batch=int(params["batch"]),
+                                          lr=float(params["lr"]), beta=beta, seed=seed,
+                                          eval_steps=[e for e in eval_steps if e > 0], eval_fn=eval_fn,
+                                          jensen=spec.loss == "adpo")
+                log["evals"] = {**({0: reference} if 0 in eval_steps else {}), **log["evals"]}
+                extra = {"task": task, "sft_seed": s}
+                for i, (loss, share) in enumerate(zip(log["loss"], log["grad_share"])):
+                    rows.append({"method": name, "seed": seed, "step": i + 1, "metric": "loss", "value": loss, **extra})
+                    rows.append({"method": name, "seed": seed, "step": i + 1, "metric": "grad_share", "value": share,
+                                 **extra})
+                for step, ev in log["evals"].items():
+                    for k, v in ev.items():
+                        rows.append({"method": name, "seed": seed, "step": step, "metric": k, "value": v, **extra})
+                r = runs[name]
+                for k in ("exact_match", "pref_acc", "kl"):
+                    r[k].append((s, log["evals"][steps][k]))
+                r["init_err"].append(log["init_err"])
+                r["share"].append(float(np.mean(log["grad_share"][-10:])))
+                r["wall"].append(log["wall_s"])
+                jensen_v += log["jensen_violations"]
+                jensen_n += log["jensen_checked"]
+                ctx.log(f"{task} {name} sft {s} seed {seed}: EM {r['exact_match'][-1][1]:.3f}, "
+                        f"KL {r['kl'][-1][1]:.4f}, {steps / log['wall_s']:.1f} steps/s")
+    out = {}
+    for name, r in runs.items():
+        out[name] = {}
+        for k in ("exact_match", "pref_acc", "kl"):
+            per_run = [v for _, v in r[k]]
+            per_sft = [float(np.mean([v for s2, v in r[k] if s2 == s])) for s in sft_seeds]
+            mean, se = mean_and_se(per_sft)
+            out[name][k] = {"mean": mean, "se": se, "per_sft_seed": per_sft, "per_run": per_run}
+        out[name]["init_err_max"] = max(r["init_err"])
+        out[name]["final_grad_share"] = float(np.mean(r["share"]))
+        timing[f"{task}.{name}"] = round(steps * len(r["wall"]) / sum(r["wall"]), 3)
+    ref_out = {}
+    for k in ("exact_match", "pref_acc", "kl"):
+        per_sft = [ref[k] for ref in references]
+        ref_out[k] = float(np.mean(per_sft))
+        ref_out.setdefault("per_sft_seed", {})[k] = per_sft
+    ref_out["exact_match_se"] = mean_and_se(ref_out["per_sft_seed"]["exact_match"])[1]
+    return {"reference": ref_out, "methods": out, "pairs": pair_stats, "jensen_violations": jensen_v,
+            "jensen_pairs": jensen_n}
 
 
 def _adaptive_best(methods: dict, spec_of: dict):
@@ -237,19 +331,25 @@ def _adaptive_best(methods: dict, spec_of: dict):
 
 
 def train(params: dict, ctx: RunContext):
-    """Every method of ``params['methods']`` from the SFT weights, for every task and seed; held-out exact
-    match, preference accuracy and KL per token at ``eval_steps``; error-token gradient share at every step.
+    """Every method of ``params['methods']`` from the SFT weights of every SFT seed of ``params['sft_seeds']``,
+    for every task and preference seed of ``params['seeds']``; held-out exact match, preference accuracy and KL
+    per token at ``eval_steps``; error-token gradient share at every step. The pairs are built per SFT seed
+    (``params['pairs']``: "offline" or "on_policy", see :func:`build_pairs`).
 
     ``params['device']`` (default "cpu"; "auto" picks CUDA when available) is where the policy and the reference
     run; losses and metrics are computed on the CPU.
-    Metrics per task: ``<task>.methods.<m>.{exact_match, pref_acc, kl}.{mean, se, per_seed}``,
-    ``<task>.methods.<m>.init_err_max``, ``<task>.methods.<m>.final_grad_share``, ``<task>.reference``;
-    ``claims.*`` (localised credit in points on the tasks of ``params['credit_tasks']``, worst task; KL ratio;
-    initial-value error; Jensen violations of the mean-reduced runs; adaptive-best count, full only).
+    Metrics per task: ``<task>.methods.<m>.{exact_match, pref_acc, kl}.{mean, se, per_sft_seed, per_run}`` (mean
+    and se over SFT seeds of the per-SFT-seed means over preference seeds), ``<task>.methods.<m>.init_err_max``,
+    ``<task>.methods.<m>.final_grad_share``, ``<task>.reference`` (mean and ``per_sft_seed``), ``<task>.pairs``
+    (pair counts per SFT seed); ``claims.*``: localised credit (token ADPO - DPO exact match in points, one value
+    per SFT seed, on the tasks of ``params['credit_tasks']``, worst task by mean), the best method's gain over
+    the reference per SFT seed, the reference's min and max exact match over SFT seeds, the KL ratio, the
+    initial-value error, Jensen violations, the adaptive-best count (full only).
     """
     seed_torch(ctx.seed)
     rows, timing, metrics = [], {}, {"steps": int(params["steps"]), "beta": float(params["beta"]),
-                                     "lr": float(params["lr"]), "seeds": list(params["seeds"])}
+                                     "lr": float(params["lr"]), "seeds": list(params["seeds"]),
+                                     "sft_seeds": _sft_seeds(params), "pairs": params.get("pairs", "offline")}
     spec_of = {n: method_spec(d) for n, d in params["methods"].items()}
     for task in params["tasks"]:
         metrics[task] = _train_task(params, ctx, task, rows, timing)
@@ -259,26 +359,31 @@ def train(params: dict, ctx: RunContext):
               "jensen_violations": sum(metrics[t]["jensen_violations"] for t in tasks),
               "jensen_pairs_checked": sum(metrics[t]["jensen_pairs"] for t in tasks)}
     cmp = params.get("compare", {"adpo": "adpo_token", "dpo": "dpo"})
-    credit, credit_se, kl_ratio, per_seed, control, ref_em, gain = [], [], [], [], [], [], []
+    credit, per_seed, kl_ratio, control, ref_lo, ref_hi, gain, best_name = [], [], [], [], [], [], [], []
     for task in params.get("credit_tasks", tasks[:1]):
         out = metrics[task]["methods"]
-        diffs = 100 * (np.array(out[cmp["adpo"]]["exact_match"]["per_seed"])
-                       - np.array(out[cmp["dpo"]]["exact_match"]["per_seed"]))
-        mean, se = mean_and_se(diffs)
-        credit.append(mean), credit_se.append(se), per_seed.append([float(d) for d in diffs])
+        em = {n: np.array(v["exact_match"]["per_sft_seed"]) for n, v in out.items()}
+        diffs = 100 * (em[cmp["adpo"]] - em[cmp["dpo"]])   # paired by SFT seed (same reference, pairs, order)
+        credit.append(float(diffs.mean())), per_seed.append([float(d) for d in diffs])
         kl_ratio.append(out[cmp["adpo"]]["kl"]["mean"] / out[cmp["dpo"]]["kl"]["mean"])
         if cmp.get("control") in out:   # ADPO with one unit (= DPO): the claim's metric must not hold for it
-            control.append([float(d) for d in 100 * (np.array(out[cmp["control"]]["exact_match"]["per_seed"])
-                                                     - np.array(out[cmp["dpo"]]["exact_match"]["per_seed"]))])
-        reference = metrics[task]["reference"]["exact_match"]
-        ref_em.append(reference)
-        gain.append(100 * (max(v["exact_match"]["mean"] for v in out.values()) - reference))
+            control.append([float(d) for d in 100 * (em[cmp["control"]] - em[cmp["dpo"]])])
+        reference = np.array(metrics[task]["reference"]["per_sft_seed"]["exact_match"])
+        ref_lo.append(float(reference.min())), ref_hi.append(float(reference.max()))
+        # can the testbed separate methods at all: the best method (by mean exact match over SFT seeds) minus
+        # the reference, in points, one value per SFT seed
+        top = max(out, key=lambda n: out[n]["exact_match"]["mean"])
+        best_name.append(top)
+        gain.append([float(g) for g in 100 * (em[top] - reference)])
     worst = int(np.argmin(credit))
-    claims["localised_credit_points"], claims["localised_credit_se"] = credit[worst], credit_se[worst]
+    claims["localised_credit_points"] = credit[worst]
     claims["localised_credit_per_seed"] = per_seed[worst]
-    claims["reference_em"] = min(ref_em)
-    # can the testbed separate methods at all: the best method's mean exact match minus the reference's (points)
-    claims["best_gain_over_reference_points"] = min(gain)
+    claims["localised_credit_task"] = params.get("credit_tasks", tasks[:1])[worst]
+    claims["reference_em_min"], claims["reference_em_max"] = min(ref_lo), max(ref_hi)
+    worst_gain = int(np.argmin([np.mean(g) for g in gain]))
+    claims["best_gain_per_sft_seed"] = gain[worst_gain]
+    claims["best_gain_over_reference_points"] = float(np.mean(gain[worst_gain]))
+    claims["best_method"] = best_name[worst_gain]
     claims["kl_ratio"] = max(kl_ratio)
     claims["control"] = {"one_unit": {"localised_credit_per_seed": control[worst] if control else None}}
     best = [_adaptive_best(metrics[t]["methods"], spec_of) for t in tasks]
@@ -302,7 +407,7 @@ def perf(params: dict, ctx: RunContext):
 
     seed_torch(ctx.seed)
     task = params.get("task", "sort")
-    ref = load_sft(params, task, ctx.seed)
+    ref = load_sft(params, task, ctx.seed, _sft_seeds(params)[0])
     steps, batch, lr, beta = int(params["steps"]), int(params["batch"]), float(params["lr"]), float(params["beta"])
     repeats = int(params.get("repeats", 1))
     pairs = make_preference_pairs(task, steps * batch, seed=ctx.seed + 11)

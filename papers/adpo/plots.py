@@ -46,7 +46,7 @@ def _em_vs_step(tidy, out):
                       color=COLORS.get(m), marker="o")
         ax.set_xlabel("preference step")
         ax.set_ylabel("held-out exact match (%)")
-        ax.set_title(f"task {task}: mean, min-max over seeds", fontsize=8)
+        ax.set_title(f"task {task}: mean, min-max over runs (SFT seeds x seeds)", fontsize=8)
         ax.legend(fontsize=6)
     save_figure(fig, out / "em_vs_step.png")
 
@@ -54,7 +54,8 @@ def _em_vs_step(tidy, out):
 def _kl_vs_em(tidy, out):
     sub = tidy[tidy["metric"].isin(["exact_match", "kl"])]
     last = sub[sub["step"] == sub["step"].max()]
-    wide = last.pivot_table(index=["task", "method", "seed"], columns="metric", values="value").reset_index()
+    index = ["task", "method", "seed"] + (["sft_seed"] if "sft_seed" in last.columns else [])
+    wide = last.pivot_table(index=index, columns="metric", values="value").reset_index()
     fig, axes = new_figure(width=4.6, height=3.4)
     ax = axes[0, 0]
     markers = dict(zip(dict.fromkeys(wide["task"]), "osD^"))
@@ -65,7 +66,7 @@ def _kl_vs_em(tidy, out):
                        label=f"{_label(m)} ({task})")
     ax.set_xlabel("KL(pi || pi_ref) per token, final step")
     ax.set_ylabel("held-out exact match (%)")
-    ax.set_title("one point per (method, seed)", fontsize=8)
+    ax.set_title("one point per run (method, SFT seed, seed)", fontsize=8)
     ax.legend(fontsize=6)
     save_figure(fig, out / "kl_vs_em.png")
 
@@ -81,7 +82,7 @@ def _grad_share(tidy, out):
             ax.plot(g.index, g.values, color=COLORS.get(m), label=_label(m))
         ax.set_xlabel("preference step")
         ax.set_ylabel("error-token share of ||dL/d rho||^2")
-        ax.set_title(f"task {task}: mean over seeds and pairs", fontsize=8)
+        ax.set_title(f"task {task}: mean over runs and pairs", fontsize=8)
         ax.legend(fontsize=6)
     save_figure(fig, out / "grad_share.png")
 
@@ -120,8 +121,8 @@ def _summary(results, metrics, out):
     for task in [t for t in metrics if isinstance(metrics[t], dict) and "methods" in metrics[t]]:
         ref = metrics[task]["reference"]
         rows.append({"task": task, "method": "SFT reference", "exact_match_%": 100 * ref["exact_match"],
-                     "exact_match_se": 0.0, "pref_acc_%": float("nan"), "kl_per_token": ref["kl"],
-                     "steps_per_s": float("nan")})
+                     "exact_match_se": 100 * ref.get("exact_match_se", 0.0), "pref_acc_%": float("nan"),
+                     "kl_per_token": ref["kl"], "steps_per_s": float("nan")})
         for m, v in metrics[task]["methods"].items():
             rows.append({"task": task, "method": _label(m), "exact_match_%": 100 * v["exact_match"]["mean"],
                          "exact_match_se": 100 * v["exact_match"]["se"], "pref_acc_%": 100 * v["pref_acc"]["mean"],
@@ -129,9 +130,11 @@ def _summary(results, metrics, out):
     frame = pd.DataFrame(rows)
     with atomic_path(out / "summary.csv") as tmp:
         frame.to_csv(tmp, index=False, float_format="%.6g")
-    title = (f"Held-out results after {metrics['steps']} preference steps (lr {metrics['lr']:g}, beta "
-             f"{metrics['beta']:g}, mean over seeds {metrics['seeds']}; steps/s: training only, without the "
-             "evaluations, wall clock on a shared machine)")
+    sft_seeds = metrics.get("sft_seeds", [0])
+    title = (f"Held-out results after {metrics['steps']} preference steps ({metrics.get('pairs', 'offline')} "
+             f"pairs, lr {metrics['lr']:g}, beta {metrics['beta']:g}; mean and standard error over SFT seeds "
+             f"{sft_seeds}, each the mean over preference seeds {metrics['seeds']}; steps/s: training only, without "
+             "the evaluations, wall clock on a shared machine)")
     shown = frame.astype(object).where(frame.notna(), "-")
     table = markdown_table(shown, floatfmt=".4g", title=title)
     atomic_write_text(out / "summary.md", table + _llm_summary(results))

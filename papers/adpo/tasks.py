@@ -7,6 +7,10 @@ Vocabulary (V = 15): digits 0..9 are ids 0..9, then PAD 10, BOS 11, SEP 12, EOS 
 - "add": prompt ``BOS a0 a1 a2 a3 PLUS b0 b1 b2 b3 SEP`` (least significant digit first); chosen = the 5 sum
   digits least significant first + EOS; rejected = one digit replaced by a different digit.
 - "sort_length": "sort" whose rejected response also drops or duplicates one digit (T_w != T_l).
+
+Two ways to build the training pairs: ``make_preference_pairs`` (offline: the gold answer against a synthetic
+perturbation of it) and ``on_policy_pairs`` (on-policy: responses sampled from the reference, scored by the
+exact-match oracle; chosen = the first correct sample, rejected = the first incorrect sample).
 """
 from __future__ import annotations
 
@@ -15,7 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["PAD", "BOS", "SEP", "EOS", "PLUS", "VOCAB_SIZE", "TASKS", "PreferencePair", "make_prompt",
-           "solve", "perturb", "make_preference_pairs", "make_sft_examples", "heldout_prompts"]
+           "solve", "perturb", "make_preference_pairs", "make_sft_examples", "heldout_prompts", "NO_CORRECT",
+           "on_policy_pairs"]
 
 PAD, BOS, SEP, EOS, PLUS = 10, 11, 12, 13, 14
 VOCAB_SIZE = 15
@@ -134,3 +139,53 @@ def heldout_prompts(task: str, n: int, *, seed: int, exclude=None) -> list[list[
         seen.add(tuple(p))
         out.append(p)
     return out
+
+
+NO_CORRECT = ("drop", "gold")
+
+
+def on_policy_pairs(task: str, prompts, samples, *, no_correct: str = "drop"):
+    """Preference pairs from responses sampled by a policy, scored by the task's exact-match oracle.
+
+    ``samples[i]`` is the list of K responses (token id lists, EOS included when sampled) drawn for
+    ``prompts[i]``, in sampling order. Rule, per prompt: chosen = the first correct sample (equal to
+    ``solve(task, prompt)``), rejected = the first incorrect sample; the rejected response therefore always
+    differs from the chosen one, and ``error_positions`` are the indices of the rejected response that differ
+    from the chosen one (or lie beyond its end). A prompt whose K samples are all correct gives no pair (there
+    is no mistake of the policy to push down). A prompt with no correct sample is dropped (``no_correct=
+    "drop"``, the default: every pair stays on-policy on both sides) or gets the gold answer as chosen
+    (``"gold"``: the chosen side is then off-policy).
+
+    Returns ``(pairs, stats)``; ``stats`` counts the prompts, the pairs, the prompts dropped for having no
+    correct or no incorrect sample, the gold-filled pairs, and the share of correct samples.
+    """
+    _check_task(task)
+    if no_correct not in NO_CORRECT:
+        raise ValueError(f"no_correct must be one of {NO_CORRECT}, got {no_correct!r}")
+    if len(prompts) != len(samples):
+        raise ValueError(f"got {len(prompts)} prompts but {len(samples)} sample lists")
+    pairs = []
+    stats = {"prompts": len(prompts), "pairs": 0, "dropped_no_correct": 0, "dropped_no_incorrect": 0,
+             "gold_chosen": 0, "samples": 0, "correct_samples": 0}
+    for prompt, responses in zip(prompts, samples):
+        if not responses:
+            raise ValueError("every prompt needs at least one sample")
+        gold = solve(task, list(prompt))
+        responses = [list(map(int, r)) for r in responses]
+        correct = [r for r in responses if r == gold]
+        wrong = [r for r in responses if r != gold]
+        stats["samples"] += len(responses)
+        stats["correct_samples"] += len(correct)
+        if not wrong:
+            stats["dropped_no_incorrect"] += 1
+            continue
+        if not correct:
+            if no_correct == "drop":
+                stats["dropped_no_correct"] += 1
+                continue
+            stats["gold_chosen"] += 1
+        chosen, rejected = gold, wrong[0]
+        pairs.append(PreferencePair(list(prompt), chosen, rejected, _error_positions(chosen, rejected)))
+    stats["pairs"] = len(pairs)
+    stats["correct_share"] = stats["correct_samples"] / stats["samples"] if stats["samples"] else 0.0
+    return pairs, stats

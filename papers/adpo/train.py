@@ -19,7 +19,8 @@ from papers.adpo.losses import adpo_loss, dpo_loss, unit_margins
 from papers.adpo.tasks import EOS, PAD, VOCAB_SIZE, make_sft_examples, solve
 
 __all__ = ["MethodSpec", "method_spec", "build_model", "pad_batch", "model_device", "response_logprobs", "PairData",
-           "encode_pairs", "pair_loss", "train_sft", "greedy_responses", "exact_match", "kl_per_token",
+           "encode_pairs", "pair_loss", "train_sft", "greedy_responses", "sample_responses", "exact_match",
+           "kl_per_token",
            "preference_accuracy", "error_grad_share", "train_preference"]
 
 
@@ -158,8 +159,15 @@ def pair_loss(spec: MethodSpec, rho_w, rho_l, mask_w, mask_l, weights, beta: flo
 
 
 # --------------------------------------------------------------------------------------------- SFT
-def train_sft(arch: dict, task: str, *, steps: int, batch: int, lr: float, seed: int, p_correct: float = 0.7):
-    """The SFT reference: AdamW on the masked response NLL over 70 % correct / 30 % perturbed responses."""
+def train_sft(arch: dict, task: str, *, steps: int, batch: int, lr: float, seed: int, p_correct: float = 0.7,
+              val_prompts=None, target_em: float | None = None, eval_every: int = 5):
+    """The SFT reference: AdamW on the masked response NLL over 70 % correct / 30 % perturbed responses.
+
+    With ``target_em``, training stops at the first check (every ``eval_every`` steps, at most ``steps``) where the
+    greedy exact match on ``val_prompts`` reaches ``target_em`` (deterministic: a function of the seed); the log's
+    ``stopped`` says "target" or "steps" and ``evals`` lists (step, validation exact match)."""
+    if target_em is not None and not val_prompts:
+        raise ValueError("target_em needs val_prompts")
     torch.manual_seed(seed)
     model = build_model(arch, seed)
     data = make_sft_examples(task, steps * batch, seed=seed, p_correct=p_correct)
@@ -172,23 +180,69 @@ def train_sft(arch: dict, task: str, *, steps: int, batch: int, lr: float, seed:
         loss_mask[:, P:] = rmask.to(torch.long)
         return ids, loss_mask, attn
 
-    log = train_lm(model, batch_fn, steps=steps, lr=lr)
+    if target_em is None:
+        return model, train_lm(model, batch_fn, steps=steps, lr=lr)
+    length = len(solve(task, val_prompts[0])) + (1 if task == "sort_length" else 0)
+    log = train_lm(model, batch_fn, steps=steps, lr=lr, eval_every=eval_every, target=float(target_em),
+                   eval_fn=lambda m: exact_match(task, val_prompts, greedy_responses(m, val_prompts, length)))
     return model, log
 
 
 # -------------------------------------------------------------------------------------- evaluation
 @torch.no_grad()
 def greedy_responses(model, prompts, length: int, *, eos: int = EOS) -> list[list[int]]:
-    """Greedy decoding of ``length`` tokens (full recompute, no cache), cut after the first ``eos``."""
+    """Greedy decoding of ``length`` tokens (with the key-value cache), cut after the first ``eos``."""
     model.eval()
     ids = torch.tensor(prompts, dtype=torch.long, device=model_device(model))
+    step_in, past = ids, None
     for _ in range(length):
-        nxt = model(input_ids=ids).logits[:, -1].argmax(-1, keepdim=True)
+        out = model(input_ids=step_in, past_key_values=past, use_cache=True)
+        past = out.past_key_values
+        nxt = out.logits[:, -1].argmax(-1, keepdim=True)
         ids = torch.cat([ids, nxt], dim=1)
+        step_in = nxt
     out = []
     for row in ids[:, len(prompts[0]):].tolist():
         out.append(row[:row.index(eos) + 1] if eos in row else row)
     return out
+
+
+@torch.no_grad()
+def sample_responses(model, prompts, length: int, *, k: int, seed: int, temperature: float = 1.0,
+                     eos: int = EOS, batch: int = 1024) -> list[list[list[int]]]:
+    """``k`` responses per prompt sampled from ``model`` at ``temperature`` (ancestral sampling of ``length``
+    tokens with the key-value cache, each cut after its first ``eos``). Returns ``out[i][j]``, sample j of
+    prompt i. All prompts must have one length.
+
+    Deterministic for a fixed ``seed``: inverse-CDF sampling with one uniform per (row, position) drawn up front
+    from a CPU ``torch.Generator`` seeded with it (rows in prompt-major order), so neither the chunk size
+    ``batch`` nor the device changes which uniform a draw uses.
+    """
+    if isinstance(k, bool) or int(k) != k or k < 1:
+        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    model.eval()
+    rows = [p for p in prompts for _ in range(int(k))]
+    # one uniform per (row, position), drawn up front: the draws do not depend on the chunking or the device
+    uniforms = torch.rand(len(rows), length, generator=torch.Generator().manual_seed(int(seed)),
+                          dtype=torch.float64)
+    dev = model_device(model)
+    flat = []
+    for s in range(0, len(rows), batch):
+        ids = torch.tensor(rows[s:s + batch], dtype=torch.long, device=dev)
+        step_in, past = ids, None
+        for t in range(length):
+            out = model(input_ids=step_in, past_key_values=past, use_cache=True)
+            past = out.past_key_values
+            cdf = torch.softmax(out.logits[:, -1].double().cpu() / temperature, -1).cumsum(-1)
+            u = uniforms[s:s + batch, t:t + 1] * cdf[:, -1:]
+            nxt = torch.searchsorted(cdf, u, right=True).clamp_max(cdf.shape[1] - 1).to(dev)
+            ids = torch.cat([ids, nxt], dim=1)
+            step_in = nxt
+        for row in ids[:, len(rows[0]):].tolist():
+            flat.append(row[:row.index(eos) + 1] if eos in row else row)
+    return [flat[i * int(k):(i + 1) * int(k)] for i in range(len(prompts))]
 
 
 def exact_match(task: str, prompts, responses) -> float:
