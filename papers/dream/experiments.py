@@ -570,7 +570,8 @@ def torchjd_direction(C: np.ndarray, epsilon: float, max_iters: int):
 def _qp_solvers(C: np.ndarray, rho: float, params_torchjd=None):
     """Callables (name -> f() returning weights) for the same QP: own code, cvxpy (Clarabel, OSQP), torchjd's
     MGDA weighting (rho = 0 only, when ``params_torchjd`` is given and torchjd is installed) and quadprog
-    when installed. Each one starts from C (M x d), so every timing includes forming the QP."""
+    when installed. Each one starts from C (M x d), so every timing includes forming the QP. A cvxpy backend
+    whose status is not "optimal" returns None (no solution)."""
     import cvxpy as cp
 
     from shared.solvers import solve
@@ -581,9 +582,9 @@ def _qp_solvers(C: np.ndarray, rho: float, params_torchjd=None):
                       [lam >= 0, cp.sum(lam) == 1])
 
     def by_cvxpy(backend, **opts):
-        def f():   # NaN weights when the backend returns no solution (e.g. OSQP declaring it infeasible)
-            solve(prob, solver=backend, **opts)
-            return np.full(M, np.nan) if lam.value is None else np.asarray(lam.value, dtype=float)
+        def f():   # None when the backend reports no optimal solution (e.g. OSQP declaring the QP infeasible)
+            result = solve(prob, solver=backend, **opts)
+            return np.asarray(lam.value, dtype=float) if result.status == "optimal" and lam.value is not None else None
         return f
 
     out = {"own": lambda: dream_weights(C, rho=rho)[0],
@@ -638,7 +639,7 @@ def qp_timing(params: dict, ctx: RunContext):
         for name, f in solvers.items():
             lam = f()
             if name != "own":
-                solved = bool(np.all(np.isfinite(lam)))
+                solved = lam is not None and bool(np.all(np.isfinite(lam)))
                 diffs[key][name] = float(np.abs(lam - ref).max()) if solved else None
                 if not solved:
                     failures.append({"size": key, "solver": name})

@@ -80,7 +80,8 @@ def test_torchjd_pcgrad_is_the_column_sum_of_pcgrad_a():
 def test_qp_timing_records_a_library_solver_that_returns_no_solution(tmp_path, monkeypatch):
     """A backend that returns no weights (OSQP declared M = 2, d = 1e5 "infeasible" at eps 1e-10) is listed in
     solver_failures with a null difference, instead of stopping the run on a NaN metric; the agreement check reads
-    the solutions that were returned."""
+    the solutions that were returned. The backends share one cvxpy variable, so "no solution" is read from the
+    solver's status, not from the variable (which still holds the previous backend's answer here)."""
     import shared.solvers
     from papers.dream import experiments as E
     from papers.dream.plots import _weight_diff
@@ -88,10 +89,8 @@ def test_qp_timing_records_a_library_solver_that_returns_no_solution(tmp_path, m
     real_solve = shared.solvers.solve
 
     def flaky(problem, solver=None, **opts):
-        if solver == "OSQP":
-            for v in problem.variables():
-                v.value = None
-            return None
+        if solver == "OSQP":   # a status without a solution; the variable keeps Clarabel's earlier value
+            return shared.solvers.SolveResult(status="infeasible", value=None, backend="OSQP", solve_time=0.0)
         return real_solve(problem, solver=solver, **opts)
 
     monkeypatch.setattr(shared.solvers, "solve", flaky)
