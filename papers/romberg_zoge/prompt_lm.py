@@ -323,6 +323,7 @@ def run_prompt_lm(params: dict, ctx) -> tuple[list, dict]:
     from shared.results import mean_and_se, write_arrays, write_metrics
 
     from papers.romberg_zoge.experiments import _cma_run
+    from papers.romberg_zoge.tuning import select_best
 
     torch.set_num_threads(1)
     cpu0 = time.process_time()
@@ -362,7 +363,7 @@ def run_prompt_lm(params: dict, ctx) -> tuple[list, dict]:
                 out = _zo_run(task, spec, lr, params, seeding.generator(ctx.seed, "prompt_lm_tune", spec["name"], str(s)))
                 vals.append(float(task.loss(out["x_last"][None])[0]))
             scores[float(lr)] = float(np.mean(vals))
-        best = min(scores, key=lambda k: (scores[k], k))
+        best = select_best(scores)   # the grid's rule of `tuned`: smallest finite mean score, first on a tie
         chosen[spec["name"]] = best
         tuning[spec["name"]] = {"scores": {_lr_key(k): v for k, v in scores.items()}, "lr": best,
                                 "at_grid_edge": best in (min(scores), max(scores))}
