@@ -355,3 +355,18 @@ def test_lift_plan_keys_of_block_minima():
     np.testing.assert_allclose(res.plan.sum(axis=1), a, atol=1e-15)
     np.testing.assert_allclose(res.plan.sum(axis=0), b, atol=1e-15)
     assert abs(np.sum(res.plan * C) - res.cost) <= 1e-9 * res.cost
+
+
+def test_alternating_min_cpu_takes_each_sides_least_time():
+    """A scripted clock: a costs 5, 3, 4 and b costs 2, 6, 1 seconds; calls alternate a, b, a, b, ..., so the
+    minima are 3 and 1 whatever the order of the bursts (load only ever adds time)."""
+    from papers.symmetric_ot.experiments import _alternating_min_cpu
+
+    ticks = iter(np.cumsum([0, 5, 0, 2, 0, 3, 0, 6, 0, 4, 0, 1]))
+    order = []
+    t_a, t_b = _alternating_min_cpu(lambda: order.append("a"), lambda: order.append("b"), 3,
+                                    cpu_clock=lambda: float(next(ticks)))
+    assert (t_a, t_b) == (3.0, 1.0)
+    assert order == ["a", "b"] * 3
+    with pytest.raises(ValueError, match="inner"):
+        _alternating_min_cpu(lambda: None, lambda: None, 0)
