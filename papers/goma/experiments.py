@@ -21,7 +21,7 @@ from papers.goma.metrics import first_reach, loglog_slope, rate_envelope
 from papers.goma.pep import worst_case_with_status
 from papers.goma.problems import make_problem, with_state_dependent_noise
 
-__all__ = ["EXPERIMENTS", "log_steps", "deterministic", "budget", "stochastic", "pep", "performance", "stability"]
+__all__ = ["EXPERIMENTS", "log_steps", "deterministic", "comonotone_block", "budget", "stochastic", "pep", "performance", "stability"]
 
 
 class DivergenceError(RuntimeError):
@@ -76,6 +76,8 @@ def deterministic(params: dict, ctx: RunContext):
     max_k k^2 h_k / (L^2 ||z_0 - z*||^2); ``theorem1.max.<v>`` = max over runs of max_k (k+6)^2 h_k / (L^2
     ||z_0 - z*||^2) (Theorem 1: <= 264 for goma_t1) and ``theorem1.runs.<instance>_s<seed>.<v>``;
     ``calls_per_iter.<v>`` (from the call counter). Diverged runs (listed in ``may_diverge``) have no slope.
+    An optional ``comonotone`` block runs its ``methods`` on one nonmonotone, negatively comonotone instance
+    (see :func:`comonotone_block`); it is kept out of every aggregate above.
     """
     K, k_lo = int(params["K"]), int(params.get("k_lo", 100))
     methods = params.get("methods", list(M.DETERMINISTIC_METHODS))
@@ -123,14 +125,44 @@ def deterministic(params: dict, ctx: RunContext):
         if len(values) != 1:
             raise RuntimeError(f"method {m!r} made a varying number of oracle calls per iteration: {values}")
     metrics["calls_per_iter"] = {m: values.pop() for m, values in calls_per_iter.items()}
+    if "comonotone" in params:
+        metrics["comonotone"] = comonotone_block(params["comonotone"], rows, k_lo)
+        ctx.log(f"comonotone instance: {len(metrics['comonotone']['diverged'])} methods")
     write_arrays(ctx.out_dir / "traces.npz", **arrays)
     return rows, metrics
+
+
+def comonotone_block(spec: dict, rows: list, k_lo: int) -> dict:
+    """The named variants ``spec["methods"]`` for ``spec["K"]`` iterations on one instance that is not monotone
+    (``problems.comonotone_linear``: rho-comonotone, rho < 0), where the monotone methods may diverge and
+    RAIN++ (built for rho >= -1/(2L)) should not. Divergence here is an outcome, not an error.
+
+    Returns ``rho``, ``K``, ``diverged.<v>`` (bool), ``diverged_at.<v>`` (-1 if not), ``ratio.<v>`` = h_K / h_0
+    and ``slope.<v>`` (log-log, [k_lo, K]) for the runs that did not diverge; adds tidy rows (instance "co")."""
+    K = int(spec["K"])
+    pparams = dict(spec.get("params", {}))
+    problem = make_problem(spec.get("problem", "comonotone_linear"), seed=int(spec.get("seed", 0)), **pparams)
+    out = {"rho": float(pparams.get("rho", -1.0 / 3.0)), "K": K, "diverged": {}, "diverged_at": {}, "ratio": {},
+           "slope": {}}
+    steps = log_steps(K)
+    for method in spec["methods"]:
+        trace = M.run_variant(method, problem, K)
+        h = trace.grad_norm_sq
+        out["diverged"][method] = trace.diverged_at is not None
+        out["diverged_at"][method] = -1 if trace.diverged_at is None else int(trace.diverged_at)
+        if trace.diverged_at is None:
+            out["ratio"][method] = float(h[-1] / h[0])
+            out["slope"][method] = loglog_slope(h, k_lo, K)
+        _trace_rows(rows, method, 0, steps, "co", grad_norm_sq=np.where(np.isfinite(h), h, np.nan),
+                    oracle_calls=trace.oracle_calls)
+    return out
 
 
 # ------------------------------------------------------------------------------------------------- budget
 def _iterations_for_budget(method: str, budget: int) -> int:
     """Iterations that use exactly ``budget`` oracle calls: B-1 for one-call methods (plus the initial
-    call: GOMA, OG, anchored Popov, E-Halpern), B/2 for two-call methods (EG, EAG-C, FEG, RAIN, Nesterov-type EG)."""
+    call: GOMA, OG, anchored Popov, E-Halpern), B/2 for two-call methods (EG, EAG-C, FEG, RAIN, Nesterov-type EG,
+    and RAIN++, whose iteration is one inner EG step)."""
     base = M.VARIANTS[method][0] if method in M.VARIANTS else method
     if base == "goma":
         base = "og"

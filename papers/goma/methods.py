@@ -15,9 +15,10 @@ GOMA-D [reconstructed; spec "Method"], with g_{-1} = F(z_0) (one initial oracle 
 
 Baselines (spec "Baselines"): EG (Korpelevich 1976), OG / Popov / past-EG (Popov 1980), EAG-C (Yoon & Ryu,
 ICML 2021), FEG (Lee & Kim, NeurIPS 2021), anchored Popov, and the three further baselines the paper names:
-E-Halpern (Cai, Song, Guzman & Diakonikolas, NeurIPS 2022, with the exact operator), RAIN (Chen & Luo 2022,
-the monotone method that RAIN++ extends; RAIN++ itself is not implemented) and a Nesterov-type accelerated
-extragradient (the momentum form of anchored EG, Tran-Dinh 2022); and the stochastic SGDA, SEG, SOG, DSEG
+E-Halpern (Cai, Song, Guzman & Diakonikolas, NeurIPS 2022, with the exact operator), RAIN++ (Chen & Luo 2022:
+RAIN on the saddle envelope; deterministic reconstruction ``rain_pp_recon``), RAIN itself (the monotone method
+that RAIN++ extends) and a Nesterov-type accelerated extragradient (the momentum form of anchored EG,
+Tran-Dinh 2022); and the stochastic SGDA, SEG, SOG, DSEG
 (Hsieh et al., NeurIPS 2020) and the S-AGD ablation. Each is coded plainly and separately from GOMA, so that
 the identities "GOMA with these flags is that baseline" compare two independent implementations.
 """
@@ -36,10 +37,12 @@ __all__ = [
     "DeterministicTrace", "StochasticTrace", "resolve_steps", "iterates", "goma_momentum_iterates",
     "run_deterministic", "run_stochastic", "VARIANTS", "variant_kwargs", "run_variant", "theorem4_iterates",
     "run_theorem4", "theorem4_bound", "THM1_STEP", "THM1_STEP_BOUND", "THM2_GAMMA", "THM2_ETA", "THM2_GAMMA_BOUND",
-    "e_halpern_steps", "rain_schedule", "E_HALPERN_M", "RAIN_LAMBDA0",
+    "e_halpern_steps", "rain_schedule", "E_HALPERN_M", "RAIN_LAMBDA0", "RAIN_PP_ENVELOPE", "RAIN_PP_INNER",
+    "RAIN_PP_INNER_STEP", "envelope_grad",
 ]
 
-DETERMINISTIC_METHODS = ("goma", "anchored_popov", "og", "eg", "eag_c", "feg", "e_halpern", "rain", "nesterov_eg")
+DETERMINISTIC_METHODS = ("goma", "anchored_popov", "og", "eg", "eag_c", "feg", "e_halpern", "rain", "rain_pp_recon",
+                         "nesterov_eg")
 STOCHASTIC_METHODS = ("s_goma", "s_agd", "sgda", "seg", "sog", "dseg")
 ANCHORS = ("k+2", "k+1", "2/(k+6)", "none")
 EXTRAPOLATE_WITH = ("past", "current")
@@ -55,6 +58,7 @@ _DEFAULT_STEPS = {
     "feg": {"step": 1.0},
     "e_halpern": {"step": 1.0 / 6.0},   # eta_1 = 1/(2 sqrt(M)) with M = 9 L^2 (our choice; M eta_1^2 < 1 is needed)
     "rain": {"step": 0.5},              # inner EG step 0.5/(L + mu_s) (our choice inside EG's range 1/(L + mu_s))
+    "rain_pp_recon": {"step": 0.5},     # RAIN's stage steps 0.5/(L_env + mu_s) on the envelope, L_env = 2 L
     "nesterov_eg": {"step": 0.25},      # alpha = 0.25/L (our choice; see _nesterov_eg_iterates)
 }
 _FLAG_DEFAULTS = {"anchor": "k+2", "damp_extrapolation": False, "extrapolate_with": "past"}
@@ -263,8 +267,8 @@ def _rain_iterates(F, z0, n_iter, step, L=1.0):
 
     by N_s EG iterations zh = z - a_s F_s(z), z+ = z - a_s F_s(zh) from z^(s); its last iterate is z^(s+1).
     Schedule: :func:`rain_schedule` (tied to the horizon ``n_iter``, so the trajectory is not anytime).
-    Two oracle calls per iteration. RAIN++ (the same recursion on a saddle envelope with multilevel Monte
-    Carlo, for comonotone problems) is not implemented."""
+    Two oracle calls per iteration. RAIN++ (the same recursion on the saddle envelope, for comonotone problems)
+    is :func:`_rain_pp_iterates`."""
     z = z0
     yield z
     weighted = None
@@ -275,6 +279,74 @@ def _rain_iterates(F, z0, n_iter, step, L=1.0):
             zh = z - a * (F(z) + mu * (z - c))
             z = z - a * (F(zh) + mu * (zh - c))
             yield z
+
+
+RAIN_PP_ENVELOPE = 2.0    # the saddle envelope's parameter lambda = 2 L (Chen & Luo's f_{2L})
+RAIN_PP_INNER = 2         # warm-started EG steps per envelope-gradient estimate (ours)
+RAIN_PP_INNER_STEP = 0.25  # their step, in units of 1/L (ours; the subproblem is 3L-Lipschitz)
+
+
+def envelope_grad(F, x, w, lam: float, inner: int, inner_step: float):
+    """Estimate of the saddle envelope's gradient at ``x`` (the Yosida approximation of F with parameter 1/lam),
+
+        F_lam(x) = lam (x - J(x)),   J(x) the zero of G_x(v) = F(v) + lam (v - x),   F_lam(x) = F(J(x)),
+
+    from ``inner`` EG steps v_h = v - b G_x(v), v+ = v - b G_x(v_h) (b = ``inner_step``) started at ``w`` (warm
+    start). Returns (lam (x - v), v); 2 * inner oracle calls. For L-Lipschitz F and lam = 2L, G_x is L-strongly
+    monotone (lam - L) and 3L-Lipschitz, so v -> J(x); F_lam is 2L-Lipschitz (||F(J x) - F(J x')|| <= L ||J x - J x'||,
+    J 2-Lipschitz), and monotone when F is rho-comonotone with rho >= -1/lam."""
+    v = w
+    for _ in range(int(inner)):
+        vh = v - inner_step * (F(v) + lam * (v - x))
+        v = v - inner_step * (F(vh) + lam * (vh - x))
+    return lam * (x - v), v
+
+
+def _rain_pp_iterates(F, z0, n_iter, step, L=1.0, inner=RAIN_PP_INNER, inner_step=None):
+    """RAIN++ (Chen & Luo 2022), deterministic reconstruction: RAIN (:func:`_rain_iterates`, the same stage
+    recursion and :func:`rain_schedule`) run on the saddle envelope of parameter lambda = 2L, whose gradient
+    F_lam(z) = lam (z - J(z)) is estimated by :func:`envelope_grad` (``inner`` EG steps on the proximal
+    subproblem, warm-started at the previous estimate of the proximal point). Stage s, anchors z^(j):
+
+        g   = F_lam(z);   zh = z - a_s (g + mu_s (z - c_s));   gh = F_lam(zh);   z+ = z - a_s (gh + mu_s (zh - c_s)),
+
+    with a_s = step/(L_env + mu_s), L_env = 2L. One *iteration* here is one inner EG step (2 oracle calls), so
+    that a horizon of ``n_iter`` iterations spends 2 n_iter calls like EG and RAIN: there are n_iter // (2 inner)
+    outer steps (the schedule is set for them), the iterate reported after each inner step is the current outer
+    iterate z (held until the outer step completes), and leftover inner steps refine J(z) at the last z.
+    ||F(z)|| <= (1 + L/lam) ||F_lam(z)|| = 1.5 ||F_lam(z)|| at the exact proximal point.
+
+    Not reproduced: the multilevel Monte Carlo estimator of the envelope gradient (it removes the bias of the
+    inexact proximal point under stochastic noise; with the exact operator our estimate is deterministic) and
+    the paper's inner accuracies (ours: a fixed ``inner`` warm-started steps)."""
+    L = float(L)
+    lam = RAIN_PP_ENVELOPE * L
+    b = RAIN_PP_INNER_STEP / L if inner_step is None else float(inner_step)
+    per_outer = 2 * int(inner)
+    n_outer = n_iter // per_outer
+    z, w = z0, z0
+    yield z
+    done, weighted = 0, None
+    for lmb, mu, a, n in rain_schedule(n_outer, RAIN_PP_ENVELOPE * L, float(step)):
+        weighted = lmb * z if weighted is None else weighted + lmb * z
+        c = (1.0 / mu) * weighted
+        for _ in range(n):
+            for _ in range(inner):
+                _, w = envelope_grad(F, z, w, lam, 1, b)
+                yield z
+            g = lam * (z - w)
+            zh = z - a * (g + mu * (z - c))
+            for j in range(inner):
+                _, w = envelope_grad(F, zh, w, lam, 1, b)
+                if j < inner - 1:
+                    yield z
+            gh = lam * (zh - w)
+            z = z - a * (gh + mu * (zh - c))
+            yield z
+            done += per_outer
+    for _ in range(n_iter - done):
+        _, w = envelope_grad(F, z, w, lam, 1, b)
+        yield z
 
 
 def _nesterov_eg_iterates(F, z0, n_iter, step):
@@ -333,7 +405,8 @@ def resolve_steps(method: str, L: float, *, gamma=None, eta=None, step=None, anc
 
     Steps left as None take the defaults (in units of 1/L): GOMA gamma = 0.5/L, eta = 0.4/L; anchored Popov,
     OG and EG 0.5/L; EAG-C 1/(8L); FEG 1/L; E-Halpern eta_1 = 1/(6L) (must be < 1/(3L)); Nesterov-type EG
-    0.25/L; RAIN the factor 0.5 of its stage steps 0.5/(L + mu_s) (at most 1). ``gamma``/``eta`` and the three flags apply to "goma" only;
+    0.25/L; RAIN the factor 0.5 of its stage steps 0.5/(L + mu_s) (at most 1), RAIN++ the same factor of
+    0.5/(2L + mu_s) on the envelope (its inner solver: RAIN_PP_INNER steps of RAIN_PP_INNER_STEP/L). ``gamma``/``eta`` and the three flags apply to "goma" only;
     ``step`` to the other methods. Raises ValueError naming the offending argument.
     """
     if method not in DETERMINISTIC_METHODS:
@@ -348,10 +421,12 @@ def resolve_steps(method: str, L: float, *, gamma=None, eta=None, step=None, anc
         for name, value in (("gamma", gamma), ("eta", eta)):
             if value is not None:
                 raise ValueError(f"{name} applies to method='goma' only; use step= for method={method!r}")
-        if method == "rain":  # RAIN's step is the factor c of the stage steps c/(L + mu_s)
-            c = _DEFAULT_STEPS["rain"]["step"] if step is None else _check_positive(step, "step")
+        if method in ("rain", "rain_pp_recon"):  # the factor c of the stage steps c/(L + mu_s)
+            c = _DEFAULT_STEPS[method]["step"] if step is None else _check_positive(step, "step")
             if c > 1.0:
-                raise ValueError(f"step must be <= 1 for method='rain' (stage steps step/(L + mu_s)), got {c}")
+                raise ValueError(f"step must be <= 1 for method={method!r} (stage steps step/(L + mu_s)), got {c}")
+            if method == "rain_pp_recon":
+                return {"step": c, "L": L, "inner": RAIN_PP_INNER, "inner_step": RAIN_PP_INNER_STEP / L}
             return {"step": c, "L": L}
         a = _DEFAULT_STEPS[method]["step"] / L if step is None else _check_positive(step, "step")
         if method == "e_halpern":
@@ -385,6 +460,8 @@ def iterates(method: str, F, z0, n_iter: int, params: dict):
     if method in ("e_halpern", "rain"):
         builder = _e_halpern_iterates if method == "e_halpern" else _rain_iterates
         return builder(F, z0, n_iter, params["step"], params["L"])
+    if method == "rain_pp_recon":
+        return _rain_pp_iterates(F, z0, n_iter, params["step"], params["L"], params["inner"], params["inner_step"])
     builder = {"anchored_popov": _anchored_popov_iterates, "og": _og_iterates, "eg": _eg_iterates,
                "eag_c": _eag_c_iterates, "feg": _feg_iterates, "nesterov_eg": _nesterov_eg_iterates}[method]
     return builder(F, z0, n_iter, params["step"])
@@ -448,7 +525,7 @@ def run_deterministic(method: str, problem, n_iter: int, *, gamma=None, eta=None
 
     Methods: "goma" (GOMA-D and its family, see the module docstring; flags ``anchor`` in {"k+2", "k+1",
     "none"}, ``damp_extrapolation``, ``extrapolate_with`` in {"past", "current"}), "anchored_popov", "og",
-    "eg", "eag_c", "feg", "e_halpern", "rain", "nesterov_eg". Oracle calls are counted by a :class:`shared.oracles.CallCounter` around the operator
+    "eg", "eag_c", "feg", "e_halpern", "rain", "rain_pp_recon", "nesterov_eg". Oracle calls are counted by a :class:`shared.oracles.CallCounter` around the operator
     the method sees; monitoring uses the bare operator and is not counted. A run that diverges (h_k not
     finite or > 1e20 h_0) stops, sets ``diverged_at = k`` and fills h from k on with inf.
     """

@@ -18,17 +18,17 @@ from papers.goma.methods import STOCHASTIC_METHODS
 __all__ = ["make_figures", "LABELS"]
 
 DETERMINISTIC_ORDER = ("goma_t1", "goma_t2", "goma_t1_noanchor", "goma_t2_noanchor", "goma_recon", "anchored_popov",
-                       "og", "eg", "eag_c", "feg", "e_halpern", "rain", "nesterov_eg")
+                       "og", "eg", "eag_c", "feg", "e_halpern", "rain", "rain_pp_recon", "nesterov_eg")
 LABELS = {"goma_t1": "GOMA (Thm 1)", "goma_t2": "GOMA (Thm 2)", "goma_t1_noanchor": "Thm 1 steps, no anchor",
           "goma_t2_noanchor": "Thm 2 steps, no anchor", "goma_t1_bigstep": "Thm 1 anchor, step 1/L",
           "goma_recon": "GOMA (spec reconstruction)", "goma": "GOMA", "anchored_popov": "Anchored Popov", "og": "OG",
           "eg": "EG", "eag_c": "EAG-C", "feg": "FEG",
-          "e_halpern": "E-Halpern", "rain": "RAIN (for RAIN++)", "nesterov_eg": "Nesterov-type EG", "s_goma": "S-GOMA", "s_agd": "S-AGD", "sgda": "SGDA",
+          "e_halpern": "E-Halpern", "rain": "RAIN", "rain_pp_recon": "RAIN++ (reconstructed)", "nesterov_eg": "Nesterov-type EG", "s_goma": "S-GOMA", "s_agd": "S-AGD", "sgda": "SGDA",
           "seg": "SEG", "sog": "SOG", "dseg": "DSEG"}
 COLORS = method_colors(list(DETERMINISTIC_ORDER) + ["goma_t1_bigstep"] + list(STOCHASTIC_METHODS))
 COLORS["nesterov_eg"] = "#8c564b"  # the palette wraps around at this many methods; keep it apart from GOMA's
 STYLES = {"og": "--", "s_agd": "--", "goma_t1_noanchor": ":", "goma_t2_noanchor": ":", "e_halpern": "-.",
-          "rain": "-.", "nesterov_eg": "-."}
+          "rain": "-.", "rain_pp_recon": "--", "nesterov_eg": "-."}
 DETERMINISTIC_METHODS = DETERMINISTIC_ORDER
 
 

@@ -1,4 +1,5 @@
-"""Monotone Lipschitz test operators F: R^d -> R^d with known zero z* (spec: Problems and data).
+"""Monotone Lipschitz test operators F: R^d -> R^d with known zero z* (spec: Problems and data), and one
+negatively comonotone (nonmonotone) operator for the RAIN++ baseline.
 
 A min-max problem ``min_x max_y f(x, y)`` becomes the operator ``F(z) = (grad_x f, -grad_y f)``, ``z = (x, y)``.
 Every operator accepts one point of shape ``(d,)`` or a batch of shape ``(S, d)`` (one trajectory per row).
@@ -18,12 +19,13 @@ from shared.oracles import NOISE_KINDS, sample_noise
 __all__ = ["MonotoneProblem", "make_problem", "PROBLEM_NAMES", "skew_matrix", "with_state_dependent_noise"]
 
 PROBLEM_NAMES = ("logspectrum_bilinear", "random_bilinear", "rank_deficient_quadratic", "nonlinear_logspectrum",
-                 "stochastic_logspectrum", "bilinear", "gaussian_bilinear")
+                 "stochastic_logspectrum", "bilinear", "gaussian_bilinear", "comonotone_linear")
 
 
 @dataclass(frozen=True)
 class MonotoneProblem:
-    """A monotone L-Lipschitz operator with its zero and starting point.
+    """A monotone L-Lipschitz operator with its zero and starting point (for "comonotone_linear": a negatively
+    comonotone one).
 
     Attributes
     ----------
@@ -260,6 +262,21 @@ def _gaussian_bilinear(params, seed):
                 operator=_linear_operator(skew_matrix(B), np.zeros(d)))
 
 
+def _comonotone_linear(params, seed):
+    """A 2-d nonmonotone operator that is negatively comonotone (Lee & Kim 2021's hard example, used by Chen & Luo
+    for RAIN++): f(x, y) = (rho/2) x^2 + sqrt(1 - rho^2) x y - (rho/2) y^2, L = 1, so
+
+        F(z) = rho z + sqrt(1 - rho^2) (y, -x),   <F(z) - F(z'), z - z'> = rho ||F(z) - F(z')||^2,   ||F(z)|| = ||z||.
+
+    rho in [-1, 0] (default -1/3); rho < 0 makes F nonmonotone. z* = 0, z0 = (1, 1)."""
+    rho = float(params.pop("rho", -1.0 / 3.0))
+    if not (math.isfinite(rho) and -1.0 <= rho <= 0.0):
+        raise ValueError(f"rho must be in [-1, 0] for 'comonotone_linear', got {rho!r}")
+    s = math.sqrt(1.0 - rho * rho)
+    M = np.array([[rho, s], [-s, rho]])
+    return dict(dim=2, L=1.0, z0=np.ones(2), z_star=np.zeros(2), operator=_linear_operator(M, np.zeros(2)))
+
+
 _BUILDERS = {
     "logspectrum_bilinear": _logspectrum_bilinear,
     "random_bilinear": _random_bilinear,
@@ -268,6 +285,7 @@ _BUILDERS = {
     "stochastic_logspectrum": _stochastic_logspectrum,
     "bilinear": _bilinear,
     "gaussian_bilinear": _gaussian_bilinear,
+    "comonotone_linear": _comonotone_linear,
 }
 
 
@@ -277,12 +295,14 @@ def make_problem(name: str, *, seed: int = 0, **params) -> MonotoneProblem:
     Parameters
     ----------
     name : {"logspectrum_bilinear" (P1), "random_bilinear" (P2), "rank_deficient_quadratic" (P3),
-            "nonlinear_logspectrum" (P4), "stochastic_logspectrum" (S1), "bilinear"}
+            "nonlinear_logspectrum" (P4), "stochastic_logspectrum" (S1), "bilinear", "gaussian_bilinear",
+            "comonotone_linear" (negatively comonotone, not monotone)}
     seed : int
         Seed of ``numpy.random.default_rng`` for the random instances (P2, P3, P4).
     **params
         Sizes (``n``, and ``r`` for P3/P4), the noise of S1 (``s_mult``, ``sigma_a``, ``noise``,
-        ``tail_index``), the data of "bilinear" (``A``, ``b``, ``c``, ``z0``), and ``z0`` to override the
+        ``tail_index``), the data of "bilinear" (``A``, ``b``, ``c``, ``z0``), ``rho`` of "comonotone_linear",
+        and ``z0`` to override the
         starting point of any problem.
 
     Raises

@@ -1,5 +1,6 @@
-"""The three further baselines the paper names (E-Halpern, RAIN in place of RAIN++, a Nesterov-type accelerated
-EG): hand-computed first steps, a solved bilinear game (solution 0), exact identities, oracle counts, bad inputs."""
+"""The further baselines the paper names (E-Halpern, RAIN, the method RAIN++ extends, a Nesterov-type accelerated
+EG): hand-computed first steps, a solved bilinear game (solution 0), exact identities, oracle counts, bad inputs.
+RAIN++ itself (reconstructed) is tested in test_rain_pp.py."""
 import math
 
 import numpy as np

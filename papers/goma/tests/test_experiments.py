@@ -25,13 +25,21 @@ def test_smoke_single_call_property(smoke_results):
     calls = read_metrics(smoke_results / "deterministic" / "metrics.json")["calls_per_iter"]
     assert calls == {"goma_t1": 1.0, "goma_t1_noanchor": 1.0, "goma_t2": 1.0, "goma_t2_noanchor": 1.0,
                      "anchored_popov": 1.0, "og": 1.0, "eg": 2.0, "eag_c": 2.0, "feg": 2.0,
-                     "e_halpern": 1.0, "rain": 2.0, "nesterov_eg": 2.0}
+                     "e_halpern": 1.0, "rain": 2.0, "rain_pp_recon": 2.0, "nesterov_eg": 2.0}
 
 
 def test_smoke_theorem1_ratio_and_divergent_control(smoke_results):
     thm = read_metrics(smoke_results / "deterministic" / "metrics.json")["theorem1"]
     assert thm["max"]["goma_t1"] <= 264
     assert thm["max"]["goma_t1_bigstep"] > 1e10  # the step outside Theorem 1's range diverges
+
+
+def test_smoke_comonotone_block(smoke_results):
+    co = read_metrics(smoke_results / "deterministic" / "metrics.json")["comonotone"]
+    assert co["diverged"]["rain_pp_recon"] is False and co["diverged_at"]["rain_pp_recon"] == -1
+    assert co["ratio"]["rain_pp_recon"] < 1
+    for method in ("eg", "og", "rain"):  # monotone methods on a nonmonotone game
+        assert co["diverged"][method] is True and co["diverged_at"][method] > 0 and method not in co["ratio"]
 
 
 def test_theorem1_ratio_known_sequence():
