@@ -4,8 +4,9 @@
 one of ``estimator`` (H1, H2); the training runs ``iid``, ``dirichlet``, ``pca`` (H3, H4, H5, H8), ``adamw``
 (the AdamW variant), ``synthetic`` (the make_classification benchmark) and ``straggler_rate`` (30% of the
 clients absent each round, with replay); ``straggler`` (H6), ``memory`` (H7), ``performance``, ``p_sweep``
-(P) and ``width_sweep`` (cut_dim, hidden_dim). Curves for the figures are written next to the metrics as
-``curves.npz``.
+(P), ``width_sweep`` (cut_dim, hidden_dim), ``memory_measured``, ``pretrained`` (a pretrained CNN client) and
+``minilm_split`` (a pretrained MiniLM text client: accuracy, bytes and measured client memory). Curves for the
+figures are written next to the metrics as ``curves.npz``.
 """
 from __future__ import annotations
 
@@ -25,12 +26,15 @@ from shared.results import mean_and_se, write_arrays
 from papers.hosfl import hybrid as H
 from papers.hosfl.data import load_dataset
 from papers.hosfl.memory_probe import STEP_METHODS, client_step, deep_client, peak_cuda_growth, peak_rss_growth
+from papers.hosfl.minilm_split import MEMORY_METHODS, MiniLMSplit, client_step_inplace, encode_task, run_text_split
 from papers.hosfl.model import SplitMLP
 from papers.hosfl.pretrained import pretrained_client, run_pretrained_split
+from papers.hosfl.text_task import sentiment_sentences, sentiment_words
 from papers.hosfl.training import CATEGORIES, DEFAULT_CLIENT_LR, Setup, make_stepper, run_split_training
 
 __all__ = ["EXPERIMENTS", "estimator", "training", "straggler", "memory", "performance", "p_sweep",
-           "width_sweep", "memory_measured", "pretrained", "saved_bytes", "finite_p_alignment_factor", "select_lr"]
+           "width_sweep", "memory_measured", "pretrained", "minilm_split", "saved_bytes", "finite_p_alignment_factor",
+           "select_lr"]
 
 
 def _torch_setup():
@@ -590,6 +594,119 @@ def pretrained(params: dict, ctx: RunContext):
     return rows, metrics
 
 
+# ------------------------------------------------------------------------------------------- pretrained MiniLM client
+def minilm_split(params: dict, ctx: RunContext):
+    """Official claims 3 and 5 in miniature on a real pretrained text client: all-MiniLM-L6-v2 (``shared.lm``) cut
+    after ``split.client_layers`` layers (client: frozen embeddings + those layers, d_c = 1,774,464 per layer;
+    server: the next ``split.server_layers`` layers, mean pooling and a Linear(384, 2) head), on the VADER-lexicon
+    sentence task (:mod:`papers.hosfl.text_task`). See :mod:`papers.hosfl.minilm_split`.
+
+    Memory first: one client step per method of ``MEMORY_METHODS`` on ``memory.batch_size`` training sentences
+    (the multiplier lambda from the server at the pretrained point), each run in a forked child and measured as
+    the growth of its peak RSS (:func:`papers.hosfl.memory_probe.peak_rss_growth`), ``memory.repeats`` rounds of
+    all methods. The child starts with the model, tokens and lambda resident, so the growth is the step's own
+    working memory (activations, saved tensors, gradients, directions), the part the methods differ in; a fresh
+    spawned process would have to load torch, transformers and the model again, and its peak would be mostly
+    that. Then training: every run of ``runs`` (method, client lr) on every seed of ``seeds`` (same partition,
+    batches and server init per seed), final accuracy, paired differences in points and bytes per client and
+    round."""
+    _torch_setup()
+    from shared.lm.pretrained import load_minilm
+
+    task, sp, common = dict(params["task"]), dict(params["split"]), dict(params["common"])
+    mem = dict(params["memory"])
+    seeds = [int(s) for s in params["seeds"]]
+    tokenizer, bert = load_minilm()
+    words, labels = sentiment_words(min_abs_valence=float(task.get("min_abs_valence", 1.0)),
+                                    min_length=int(task.get("min_length", 3)), vocab=tokenizer.get_vocab())
+    sents = sentiment_sentences(words, labels, n_train=int(task["n_train"]), n_test=int(task["n_test"]),
+                                seed=int(seeding.generator(ctx.seed, "minilm_task").integers(2 ** 31)))
+    data = {k: encode_task(tokenizer, *sents[k], int(task["max_length"])) for k in ("train", "test")}
+    split = MiniLMSplit(bert, int(sp["client_layers"]), int(sp["server_layers"]))
+    del bert
+    ctx.log(f"task: {len(words)} lexicon words, {int(task['n_train'])} train / {int(task['n_test'])} test "
+            f"sentences, {int(data['train'][0].shape[1])} tokens; d_c = {split.client_dim}")
+
+    # --- measured client memory (forked children; no other thread alive)
+    Bm, P_mem, repeats = int(mem["batch_size"]), int(mem["P"]), int(mem["repeats"])
+    ids_m, attn_m, y_m = (t[:Bm] for t in data["train"])
+    server0 = split.new_server(2, int(seeding.generator(ctx.seed, "minilm_memory").integers(2 ** 31)))
+    h0, mask = split.embed(ids_m, attn_m)
+    with torch.no_grad():
+        z0 = split.client(h0, mask)
+    zs = z0.clone().requires_grad_(True)
+    (lam,) = torch.autograd.grad(torch.nn.functional.cross_entropy(server0(zs, mask, attn_m), y_m), [zs])
+    del server0, h0, mask, z0, zs
+    mrng = ctx.generator("minilm_memory_seeds")
+    mem_seeds = [int(s) for s in mrng.choice(H.SEED_BOUND, size=P_mem, replace=False)]
+    peaks = {m: [] for m in MEMORY_METHODS}
+    step_kw = {"seeds": mem_seeds, "mu": float(common.get("mu", 1e-3)), "lr": float(mem["lr"])}
+    for _ in range(repeats):
+        for m in MEMORY_METHODS:
+            def fn(m=m):
+                client_step_inplace(m, split, ids_m, attn_m, lam, **step_kw)
+
+            def warm(m=m):   # the same step on one sentence: faults the kernels' code pages in first
+                client_step_inplace(m, split, ids_m[:1], attn_m[:1], lam[:1], **step_kw)
+            peaks[m].append(peak_rss_growth(fn, warmup=warm))
+    mib = {m: [v / 2 ** 20 for v in vals] for m, vals in peaks.items()}
+    ratio = {f"{m}_over_sfl_fo": [a / b for a, b in zip(peaks[m], peaks["sfl_fo"])]
+             for m in MEMORY_METHODS if m != "sfl_fo"}
+    ratio["hosfl_over_inference"] = [a / b for a, b in zip(peaks["hosfl"], peaks["inference"])]
+    ctx.log("client step peak growth (MiB, mean): " + ", ".join(f"{m} {np.mean(v):.1f}" for m, v in mib.items()))
+    memory_metrics = {"measurement": "peak RSS growth of a forked child per client step", "batch_size": Bm,
+                      "seq_len": int(ids_m.shape[1]), "P": P_mem, "repeats": repeats,
+                      "cut_activation_mib": Bm * int(ids_m.shape[1]) * split.hidden_size * 4 / 2 ** 20,
+                      "client_params_mib": split.client_dim * 4 / 2 ** 20,
+                      "peak_mib": mib, "peak_mib_mean": {m: float(np.mean(v)) for m, v in mib.items()},
+                      "ratio": ratio, "ratio_mean": {k: float(np.mean(v)) for k, v in ratio.items()}}
+
+    # --- training runs
+    def root_of(seed):
+        return int(seeding.generator(ctx.seed, "run", str(seed)).integers(2 ** 31))
+
+    per, arrays, rows, runs = {}, {}, [], {}
+    for name, opts in params["runs"].items():
+        opts = dict(opts)
+        method = opts.pop("method")
+        per[name] = {}
+        for seed in seeds:
+            t0 = time.process_time()
+            out = run_text_split(method, split, data, seed=root_of(seed), **common, **opts)
+            per[name][seed] = out
+            arrays[f"{name}__s{seed}__round"] = out["round"]
+            arrays[f"{name}__s{seed}__acc"] = out["test_accuracy"]
+            arrays[f"{name}__s{seed}__loss"] = out["train_loss"]
+            rows += [{"method": name, "seed": seed, "step": int(r), "metric": "test_accuracy", "value": float(a)}
+                     for r, a in zip(out["round"], out["test_accuracy"])]
+            ctx.log(f"{name} seed {seed}: final_acc {out['final_acc']:.4f} ({time.process_time() - t0:.1f} s cpu)")
+        accs = [per[name][s]["final_acc"] for s in seeds]
+        mean, se = mean_and_se(accs)
+        b = per[name][seeds[0]]["bytes_per_client_round"]
+        runs[name] = {"method": method, "final_acc": mean, "final_acc_se": se, "final_acc_per_seed": accs,
+                      "bytes_per_client_round": {k: float(v) for k, v in b.items()},
+                      "bytes_per_client_round_total": float(sum(b.values()))}
+        if method != "frozen":
+            runs[name]["client_lr"] = float(opts["client_lr"])
+    paired = {f"{a}_minus_{b}_points": [_points(per[a][s]["final_acc"], per[b][s]["final_acc"]) for s in seeds]
+              for a in per for b in per if a != b}
+    compare = {}
+    if {"hosfl", "sfl_fo"} <= set(runs):
+        compare["bytes_per_round_ratio_hosfl_sfl_fo"] = (runs["hosfl"]["bytes_per_client_round_total"]
+                                                         / runs["sfl_fo"]["bytes_per_client_round_total"])
+        compare["weights_up_ratio_sfl_fo_hosfl"] = (runs["sfl_fo"]["bytes_per_client_round"]["weights.up"]
+                                                    / runs["hosfl"]["bytes_per_client_round"]["weights.up"])
+        compare["d_c_over_P"] = split.client_dim / int(common.get("P", 5))
+    metrics = {"model": "all-MiniLM-L6-v2", "client_layers": split.client_layers,
+               "server_layers": split.server_layers, "client_dim": split.client_dim,
+               "task": {**task, "n_words": len(words), "seq_len": int(data["train"][0].shape[1])},
+               "common": common, "seeds": seeds, "runs": runs, "paired": paired, "compare": compare,
+               "memory": memory_metrics, "n_clients": int(common.get("n_clients", 4)),
+               "batch_size": int(common.get("batch_size", 4))}
+    write_arrays(ctx.out_dir / "curves.npz", **arrays)
+    return rows, metrics
+
+
 # ------------------------------------------------------------------------------------------- sweeps
 def p_sweep(params: dict, ctx: RunContext):
     """HO-SFL against the number of perturbations P (IID, random init, the same client lr for every P):
@@ -702,7 +819,7 @@ def width_sweep(params: dict, ctx: RunContext):
 EXPERIMENTS = {"estimator": estimator, "iid": training, "dirichlet": training, "pca": training,
                "adamw": training, "synthetic": training, "straggler_rate": training,
                "straggler": straggler, "memory": memory, "memory_measured": memory_measured, "performance": performance, "p_sweep": p_sweep,
-               "width_sweep": width_sweep, "pretrained": pretrained}
+               "width_sweep": width_sweep, "pretrained": pretrained, "minilm_split": minilm_split}
 
 if __name__ == "__main__":
     main(EXPERIMENTS)

@@ -128,11 +128,16 @@ def _fresh_heap_pages() -> None:
     libc.malloc_trim(0)
 
 
-def peak_rss_growth(fn) -> int:
+def peak_rss_growth(fn, warmup=None) -> int:
     """Bytes by which the peak resident set size of a child process, forked to run ``fn()`` once, exceeds
     its resident size at the start: ``VmHWM`` after ``fn()`` minus ``VmRSS`` before it, with the high-water mark
     reset to the resident size first (:func:`_reset_peak_rss`). The child runs torch on one thread (an OpenMP
-    pool of the parent does not survive ``fork``). The parent's memory is untouched."""
+    pool of the parent does not survive ``fork``). The parent's memory is untouched.
+
+    ``warmup`` (optional) runs in the child before the reset, followed by ``malloc_trim(0)``: a forked child does
+    not inherit the page tables of file-backed mappings, so the first call of a kernel faults the shared library's
+    code pages in and counts them as growth (some 20 MiB for a transformer layer's forward). A small call of the
+    same step as ``warmup`` brings them in first, as a device that trains step after step has them already."""
     if not os.path.exists("/proc/self/clear_refs"):
         raise RuntimeError("peak_rss_growth needs Linux (/proc/self/clear_refs)")
     rd, wr = os.pipe()
@@ -143,6 +148,9 @@ def peak_rss_growth(fn) -> int:
             os.close(rd)
             torch.set_num_threads(1)
             _fresh_heap_pages()
+            if warmup is not None:
+                warmup()
+                _fresh_heap_pages()
             _reset_peak_rss()
             base = _status_bytes("VmRSS")
             fn()

@@ -251,6 +251,35 @@ def _pretrained(results: Path, out: Path) -> None:
     save_figure(fig, out / "pretrained.png")
 
 
+def _minilm_split(results: Path, out: Path) -> None:
+    path = results / "minilm_split" / "metrics.json"
+    if not path.exists():
+        return
+    met = read_metrics(path)
+    mem, ref = met["memory"], met["memory"]["peak_mib_mean"]["sfl_fo"]
+    rows = [{"table": "client step memory", "method": LABELS.get(k, k), "value": f"{v:.1f} MiB",
+             "detail": f"min {min(mem['peak_mib'][k]):.1f}, max {max(mem['peak_mib'][k]):.1f} over repeats",
+             "/ SFL-FO": f"{v / ref:.3f}"} for k, v in mem["peak_mib_mean"].items()]
+    for name, r in met["runs"].items():
+        rows.append({"table": "test accuracy", "method": LABELS.get(name, name),
+                     "value": f"{r['final_acc']:.4f} +- {r['final_acc_se']:.4f}",
+                     "detail": f"min {min(r['final_acc_per_seed']):.4f}, max {max(r['final_acc_per_seed']):.4f} over seeds",
+                     "/ SFL-FO": ""})
+    for name, r in met["runs"].items():
+        b = r["bytes_per_client_round"]
+        rows.append({"table": "bytes per client per round", "method": LABELS.get(name, name),
+                     "value": str(int(round(r["bytes_per_client_round_total"]))),
+                     "detail": ", ".join(f"{k} {int(round(v))}" for k, v in b.items() if v),
+                     "/ SFL-FO": ""})
+    write_markdown_table(pd.DataFrame(rows), out / "minilm_split.md",
+                         title=f"Pretrained MiniLM client ({met['model']}, {met['client_layers']} client and "
+                               f"{met['server_layers']} server layers, d_c = {met['client_dim']}): peak RSS growth of "
+                               f"one client step in a forked child (B = {mem['batch_size']} sentences of "
+                               f"{mem['seq_len']} tokens, P = {mem['P']}, {mem['repeats']} repeats); test accuracy "
+                               f"(mean +- s.e. over {len(met['seeds'])} seeds, {met['common']['rounds']} rounds); "
+                               f"bytes per client per round (non-zero categories)")
+
+
 def make_figures(results_dir, out_dir, scale: str) -> None:
     results, out = Path(results_dir), Path(out_dir)
     _accuracy(results, out)
@@ -263,6 +292,7 @@ def make_figures(results_dir, out_dir, scale: str) -> None:
     _width_sweep(results, out)
     _memory_measured(results, out)
     _pretrained(results, out)
+    _minilm_split(results, out)
 
 
 if __name__ == "__main__":
