@@ -18,10 +18,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 from scipy.sparse.linalg import svds
 
-__all__ = ["Simplex", "L1Ball", "NuclearBall", "project_simplex", "top_singular_pair"]
+__all__ = ["Simplex", "L1Ball", "NuclearBall", "project_simplex", "thin_svd", "top_singular_pair"]
 
 
 def _check_dim(value, name: str) -> int:
@@ -164,6 +165,22 @@ class L1Ball:
 DENSE_SVD_MAX = 20  # dense matrices with min(p, q) <= this get their top pair from a thin SVD
 
 
+def thin_svd(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Thin SVD ``a = U diag(s) Vt`` by LAPACK's divide-and-conquer driver (gesdd, numpy's default), falling back
+    to the QR-iteration driver (gesvd) when gesdd reports non-convergence.
+
+    gesdd can fail on finite matrices (it did on one 800 x 800 iterate of PROJ on the nuclear-ball game); gesvd
+    is slower but converges on them. A matrix with NaN or inf entries raises ``FloatingPointError`` instead, since
+    no driver can factor it and its cause is upstream (a diverged iterate)."""
+    a = np.asarray(a, dtype=float)
+    if not np.isfinite(a).all():
+        raise FloatingPointError(f"thin_svd: the {a.shape[0]} x {a.shape[1]} matrix has non-finite entries")
+    try:
+        return np.linalg.svd(a, full_matrices=False)
+    except np.linalg.LinAlgError:
+        return scipy.linalg.svd(a, full_matrices=False, lapack_driver="gesvd")
+
+
 def top_singular_pair(G) -> tuple[np.ndarray, float, np.ndarray]:
     """``(u1, sigma1, v1)`` of a dense or sparse matrix by ``svds(G, k=1, v0)``, n = min(p, q).
 
@@ -184,7 +201,7 @@ def top_singular_pair(G) -> tuple[np.ndarray, float, np.ndarray]:
     if sp.issparse(G) and G.nnz == 0 or (not sp.issparse(G) and not np.any(G)):
         return np.eye(p, 1)[:, 0], 0.0, np.eye(q, 1)[:, 0]
     if not sp.issparse(G) and n <= DENSE_SVD_MAX:  # a thin dense SVD is cheaper than ARPACK here
-        U, sv, Vt = np.linalg.svd(np.asarray(G, dtype=float), full_matrices=False)
+        U, sv, Vt = thin_svd(G)
         return U[:, 0], float(sv[0]), Vt[0]
     v0 = np.linspace(1.0, 2.0, n)  # not constant: a constant vector is in the null space of matrices whose
     u, s, vt = svds(G, k=1, v0=v0 / np.linalg.norm(v0))  # rows sum to zero (robust multiclass adjoints)
@@ -222,11 +239,11 @@ class NuclearBall:
         projection costs). ``u1 v1^T`` does not depend on the signs of the pair, so it equals :meth:`_lmo` up to
         rounding when sigma1 is simple."""
         dense = g.toarray() if sp.issparse(g) else np.asarray(g, dtype=float)
-        U, _, Vt = np.linalg.svd(dense, full_matrices=False)
+        U, _, Vt = thin_svd(dense)
         return -self.radius * np.outer(U[:, 0], Vt[0])
 
     def _project(self, v: np.ndarray) -> np.ndarray:
-        U, s, Vt = np.linalg.svd(v, full_matrices=False)
+        U, s, Vt = thin_svd(v)
         if s.sum() <= self.radius:
             return np.asarray(v, dtype=float).copy()
         s_new = project_simplex(s, self.radius)

@@ -132,3 +132,29 @@ def test_top_pair_of_a_matrix_whose_rows_sum_to_zero():
     u2, s2, v2 = top_singular_pair(G[:, :5])  # dense and thin: a dense SVD
     assert s2 == pytest.approx(np.linalg.svd(G[:, :5], compute_uv=False)[0], rel=1e-12)
     np.testing.assert_allclose(abs(u2 @ G[:, :5] @ v2), s2, rtol=1e-12)
+
+
+def test_nuclear_projection_falls_back_to_gesvd_when_gesdd_fails(monkeypatch):
+    """Projection of diag(3, 1, 0) onto the nuclear ball of radius 2: the singular values (3, 1, 0) go to their
+    projection onto {s >= 0, sum s = 2}, i.e. (2, 0, 0); the same answer when numpy's gesdd refuses to converge."""
+    import papers.pf_minimax.sets as sets_mod
+
+    v = np.diag([3.0, 1.0, 0.0])
+    expected = np.diag([2.0, 0.0, 0.0])
+    ball = sets_mod.NuclearBall((3, 3), 2.0)
+    np.testing.assert_allclose(ball.project(v), expected, atol=1e-12)
+
+    def failing_svd(*args, **kwargs):
+        raise np.linalg.LinAlgError("SVD did not converge")
+
+    monkeypatch.setattr(sets_mod.np.linalg, "svd", failing_svd)
+    np.testing.assert_allclose(ball.project(v), expected, atol=1e-12)
+    U, s, Vt = sets_mod.thin_svd(v)
+    np.testing.assert_allclose(s, [3.0, 1.0, 0.0], atol=1e-12)
+
+
+def test_thin_svd_names_non_finite_input():
+    from papers.pf_minimax.sets import thin_svd
+
+    with pytest.raises(FloatingPointError, match="3 x 2 matrix has non-finite"):
+        thin_svd(np.array([[1.0, 0.0], [np.nan, 1.0], [0.0, 0.0]]))
