@@ -136,7 +136,7 @@ def peak_rss_growth(fn, warmup=None) -> int:
 
     ``warmup`` (optional) runs in the child before the reset, followed by ``malloc_trim(0)``: a forked child does
     not inherit the page tables of file-backed mappings, so the first call of a kernel faults the shared library's
-    code pages in and counts them as growth (some 20 MiB for a transformer layer's forward). A small call of the
+    code pages in and counts them as growth. A small call of the
     same step as ``warmup`` brings them in first, as a device that trains step after step has them already."""
     if not os.path.exists("/proc/self/clear_refs"):
         raise RuntimeError("peak_rss_growth needs Linux (/proc/self/clear_refs)")

@@ -53,9 +53,10 @@ from shared.fed import FLOAT32_BYTES, INT64_BYTES, UINT32_BYTES, draw_batch, par
 
 from papers.hosfl import hybrid as H
 from papers.hosfl.model import module_vector, vector_params
+from papers.hosfl.pretrained import check_rates, holdout_rows
 from papers.hosfl.training import final_accuracy
 
-__all__ = ["LayerStack", "TextServer", "MiniLMSplit", "client_direction", "encode_task", "run_text_split",
+__all__ = ["LayerStack", "TextServer", "MiniLMSplit", "client_direction", "iter_direction", "encode_task", "run_text_split",
            "client_step_inplace", "TEXT_METHODS", "MEMORY_METHODS", "text_bytes_per_round"]
 
 TEXT_METHODS = ("hosfl", "sfl_fo", "frozen")
@@ -152,11 +153,19 @@ class MiniLMSplit:
         return functional_call(self.client, vector_params(self.client, theta), (h0, mask))
 
 
-def client_direction(seed: int, shapes) -> list[torch.Tensor]:
-    """u for seed s as one tensor per client parameter: ``torch.randn(shape, generator=G)`` for each shape in
-    turn, G a ``torch.Generator`` seeded with s (float32). ``torch.cat([t.reshape(-1) ...])`` is the flat u."""
+def iter_direction(seed: int, shapes):
+    """u for seed s, one tensor per client parameter drawn lazily: ``torch.randn(shape, generator=G)`` for each
+    shape in turn, G a ``torch.Generator`` seeded with s (float32). Lazily, so that a client can apply u one
+    tensor at a time without holding all of it (:func:`client_step_inplace`)."""
     gen = torch.Generator().manual_seed(int(seed))
-    return [torch.randn(shape, generator=gen) for shape in shapes]
+    for shape in shapes:
+        yield torch.randn(shape, generator=gen)
+
+
+def client_direction(seed: int, shapes) -> list[torch.Tensor]:
+    """u for seed s as a list of :func:`iter_direction`'s tensors; ``torch.cat([t.reshape(-1) ...])`` is the
+    flat u."""
+    return list(iter_direction(seed, shapes))
 
 
 def _flat_direction(seed, shapes) -> torch.Tensor:
@@ -198,22 +207,13 @@ def _accuracy(split, server, theta, ids, attn, y, chunk=64) -> float:
     return hits / y.numel()
 
 
-def _holdout(n: int, fraction: float):
-    """(fit rows, validation rows): ``round(fraction n)`` rows held out by a permutation of the fixed stream
-    ``seeding.generator(0, "minilm_split", "validation")``, the same whatever the run's seed."""
-    n_val = int(round(float(fraction) * n))
-    if not 0 < n_val < n:
-        raise ValueError(f"holdout {fraction!r} of {n} training rows leaves no validation or no training row")
-    perm = seeding.generator(0, "minilm_split", "validation").permutation(n)
-    return np.sort(perm[n_val:]), np.sort(perm[:n_val])
-
-
 def run_text_split(method: str, split: MiniLMSplit, data: dict, *, rounds, n_clients=4, batch_size=4, P=5, mu=1e-3,
                    server_lr=0.05, client_lr=0.01, momentum=0.9, eval_every=10, seed=0, holdout=0.0) -> dict:
     """Fine-tune the split MiniLM from its pretrained client with ``method`` (IID partition of the training rows
     over ``n_clients``, each draws ``batch_size`` rows a round; see the module docstring). ``data`` holds
     ``train`` and ``test`` as (ids, attention mask, labels) tensors (:func:`encode_task`). ``holdout`` in [0, 1):
-    the fraction of training rows held out (:func:`_holdout`); the run then trains on the rest and its accuracy is
+    the fraction of training rows held out (:func:`papers.hosfl.pretrained.holdout_rows`, stream
+    "minilm_split"); the run then trains on the rest and its accuracy is
     measured on the held-out rows, never on the test set (learning-rate trials).
 
     Returns the evaluation rounds, test accuracy, training loss per round (the server's loss at the round's
@@ -224,17 +224,11 @@ def run_text_split(method: str, split: MiniLMSplit, data: dict, *, rounds, n_cli
                     ("eval_every", eval_every)):
         _positive_int(v, name)
     mu = H.check_mu(mu)
-    for name, v in (("server_lr", server_lr), ("client_lr", client_lr)):
-        if not (math.isfinite(float(v)) and float(v) > 0):
-            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
-    if not 0 <= float(momentum) < 1:
-        raise ValueError(f"momentum must lie in [0, 1), got {momentum!r}")
-    if not 0 <= float(holdout) < 1:
-        raise ValueError(f"holdout must lie in [0, 1), got {holdout!r}")
+    check_rates(momentum=momentum, holdout=holdout, server_lr=server_lr, client_lr=client_lr)
     ids, attn, y = data["train"]
     ids_te, attn_te, y_te = data["test"]
     if float(holdout) > 0:
-        fit, val = _holdout(y.numel(), holdout)
+        fit, val = holdout_rows(y.numel(), holdout, "minilm_split")
         ids_te, attn_te, y_te = ids[val], attn[val], y[val]
         ids, attn, y = ids[fit], attn[fit], y[fit]
     n_classes = int(max(int(y.max()), int(y_te.max()))) + 1
@@ -345,28 +339,26 @@ def client_step_inplace(method: str, split: MiniLMSplit, input_ids, attention_ma
             if z.shape != lam.shape:
                 raise ValueError(f"lam shape {tuple(lam.shape)} must equal the client output shape {tuple(z.shape)}")
             for s in seeds:
-                gen = torch.Generator().manual_seed(int(s))
                 with torch.no_grad():
-                    for p, shape in zip(params, shapes):
-                        p.add_(torch.randn(shape, generator=gen), alpha=mu)
+                    for p, u in zip(params, iter_direction(s, shapes)):
+                        p.add_(u, alpha=mu)
                 zp = client(h0, mask)
                 v.append(float((lam.double() * (zp.detach() - z.detach()).double()).sum()))
                 del zp
-                gen = torch.Generator().manual_seed(int(s))
                 with torch.no_grad():
-                    for p, shape in zip(params, shapes):
-                        p.sub_(torch.randn(shape, generator=gen), alpha=mu)
+                    for p, u in zip(params, iter_direction(s, shapes)):
+                        p.sub_(u, alpha=mu)
             del z
     finally:
         if grad:
             for p in params:
                 p.requires_grad_(False)
-    gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
+    streams = [iter_direction(s, shapes) for s in seeds]   # the P directions redrawn in lockstep
     scale = [vp / (len(seeds) * mu) for vp in v]
     with torch.no_grad():
         for p, shape in zip(params, shapes):
             step = torch.zeros(shape)
-            for gen, c in zip(gens, scale):
-                step.add_(torch.randn(shape, generator=gen), alpha=c)
+            for stream, c in zip(streams, scale):
+                step.add_(next(stream), alpha=c)
             p.sub_(step, alpha=float(lr))
     return v

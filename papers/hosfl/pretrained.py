@@ -46,7 +46,8 @@ from papers.hosfl.data import load_digits_split
 from papers.hosfl.model import module_apply, module_vector
 from papers.hosfl.training import CATEGORIES, final_accuracy, rounds_to_target
 
-__all__ = ["CNNClient", "pretrain_client", "run_pretrained_split", "validation_split", "PRETRAINED_METHODS"]
+__all__ = ["CNNClient", "pretrain_client", "run_pretrained_split", "validation_split", "holdout_rows",
+           "check_rates", "PRETRAINED_METHODS"]
 
 PRETRAINED_METHODS = ("hosfl", "sfl_fo", "fsl_sage", "frozen")
 
@@ -239,13 +240,7 @@ def run_pretrained_split(method, client: CNNClient, theta0, *, rounds, n_clients
     if align_every % server_every:
         raise ValueError(f"align_every ({align_every}) must be a multiple of server_every ({server_every})")
     mu = H.check_mu(mu)
-    for name, v in (("server_lr", server_lr), ("client_lr", client_lr), ("align_lr", align_lr)):
-        if not (math.isfinite(float(v)) and float(v) > 0):
-            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
-    if not 0 <= float(momentum) < 1:
-        raise ValueError(f"momentum must lie in [0, 1), got {momentum!r}")
-    if not 0 <= float(holdout) < 1:
-        raise ValueError(f"holdout must lie in [0, 1), got {holdout!r}")
+    check_rates(momentum=momentum, holdout=holdout, server_lr=server_lr, client_lr=client_lr, align_lr=align_lr)
     theta0 = np.asarray(theta0, dtype=np.float32)
     if theta0.shape != (sum(p.numel() for p in client.parameters()),):
         raise ValueError(f"theta0 must have shape ({sum(p.numel() for p in client.parameters())},), got {theta0.shape}")
@@ -280,17 +275,33 @@ def run_pretrained_split(method, client: CNNClient, theta0, *, rounds, n_clients
             "client_dim": run.d_c, "n_clients": K, "client_vector": run.theta.copy()}
 
 
-def validation_split(x_train, y_train, fraction):
-    """(x_fit, y_fit, x_val, y_val): ``round(fraction n)`` training rows (at least one, fewer than n), drawn by a
-    permutation from the fixed stream ``seeding.generator(0, "pretrained", "validation")``, held out for
-    validation; the same rows whatever the run's seed."""
-    x_train, y_train = np.asarray(x_train), np.asarray(y_train)
-    n = y_train.size
+def check_rates(*, momentum, holdout, **lrs) -> None:
+    """Validate the rates of a fine-tuning run: every learning rate in ``lrs`` finite and > 0, ``momentum`` and
+    ``holdout`` in [0, 1). ValueError names the offending argument."""
+    for name, v in lrs.items():
+        if not (math.isfinite(float(v)) and float(v) > 0):
+            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+    if not 0 <= float(momentum) < 1:
+        raise ValueError(f"momentum must lie in [0, 1), got {momentum!r}")
+    if not 0 <= float(holdout) < 1:
+        raise ValueError(f"holdout must lie in [0, 1), got {holdout!r}")
+
+
+def holdout_rows(n: int, fraction, stream: str):
+    """(fit rows, validation rows), sorted: ``round(fraction n)`` of ``n`` training rows (at least one, fewer than
+    n) held out by a permutation of the fixed stream ``seeding.generator(0, stream, "validation")``, so the same rows
+    whatever the run's seed."""
     n_val = int(round(float(fraction) * n))
     if not 0 < n_val < n:
         raise ValueError(f"holdout {fraction!r} of {n} training rows leaves no validation or no training row")
-    perm = seeding.generator(0, "pretrained", "validation").permutation(n)
-    val, fit = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+    perm = seeding.generator(0, stream, "validation").permutation(n)
+    return np.sort(perm[n_val:]), np.sort(perm[:n_val])
+
+
+def validation_split(x_train, y_train, fraction):
+    """(x_fit, y_fit, x_val, y_val): the rows of :func:`holdout_rows` on the stream "pretrained"."""
+    x_train, y_train = np.asarray(x_train), np.asarray(y_train)
+    fit, val = holdout_rows(y_train.size, fraction, "pretrained")
     return x_train[fit], y_train[fit], x_train[val], y_train[val]
 
 
