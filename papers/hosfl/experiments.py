@@ -34,7 +34,7 @@ from papers.hosfl.training import CATEGORIES, DEFAULT_CLIENT_LR, Setup, make_ste
 
 __all__ = ["EXPERIMENTS", "estimator", "training", "straggler", "memory", "performance", "p_sweep",
            "width_sweep", "memory_measured", "pretrained", "minilm_split", "saved_bytes", "finite_p_alignment_factor",
-           "select_lr"]
+           "select_lr", "tune_client_lrs"]
 
 
 def _torch_setup():
@@ -166,6 +166,37 @@ def select_lr(grid, run, seeds, *, score, mode, skip_diverged=True, log=None, wh
     if best is None:
         raise FloatingPointError(f"{what}: every lr of {grid} diverged")
     return {"lr": best[0], "score": scores, "per_seed": per_seed, "diverged": diverged, "outputs": best[2]}
+
+
+def tune_client_lrs(runs: dict, *, tuning_seeds, seeds, holdout, run_one, log):
+    """Client lrs of ``runs`` (name -> method options) chosen on tuning seeds, by one rule for every method.
+
+    A run with an ``lr_grid`` has it replaced by the ``client_lr`` that :func:`select_lr` keeps: every lr of the
+    grid runs as ``run_one(name, method options, lr, seed)`` on every seed of ``tuning_seeds`` (disjoint from the
+    evaluation ``seeds``), which must train on the training rows less the ``holdout`` fraction and return
+    {"final_acc": accuracy on the held-out rows}; the lr with the best mean is kept (ties: first in grid order).
+    Runs without a grid keep their options. Returns (options per run, tuning record per tuned run)."""
+    tuning_seeds, seeds = [int(s) for s in tuning_seeds], [int(s) for s in seeds]
+    if set(tuning_seeds) & set(seeds):
+        raise ValueError(f"tuning_seeds {tuning_seeds} must be disjoint from the evaluation seeds {seeds}")
+    run_opts, tuning = {}, {}
+    for name, opts in runs.items():   # lr tuning on the tuning seeds (validation rows, never the test set)
+        opts = dict(opts)
+        grid = opts.pop("lr_grid", None)
+        if grid is not None:
+            if not tuning_seeds:
+                raise ValueError(f"run {name!r} has an lr_grid but params give no tuning_seeds")
+            sel = select_lr(grid, lambda lr, seed, _n=name, _o=opts: run_one(_n, _o, lr, seed), tuning_seeds,
+                            score=lambda out: out["final_acc"], mode="max",
+                            log=lambda msg, _n=name: log(f"tuning {_n} {msg}"), what=f"run {name!r}")
+            opts["client_lr"] = float(sel["lr"])
+            tuning[name] = {"lr_grid": [float(v) for v in grid], "tuning_seeds": tuning_seeds,
+                            "validation_fraction": float(holdout), "score": "mean final validation accuracy",
+                            "tuning_final_acc": sel["score"], "tuning_final_acc_per_seed": sel["per_seed"],
+                            "lr_diverged": sel["diverged"], "client_lr": float(sel["lr"])}
+            log(f"{name}: client lr {sel['lr']:g} chosen from {grid} (validation final_acc {sel['score']})")
+        run_opts[name] = opts
+    return run_opts, tuning
 
 
 # ------------------------------------------------------------------------------------------- training runs
@@ -507,39 +538,21 @@ def pretrained(params: dict, ctx: RunContext):
     seeds = [int(s) for s in params["seeds"]]
     tuning_seeds = [int(s) for s in params.get("tuning_seeds", [])]
     holdout = float(params.get("validation_fraction", 0.2))
-    if set(tuning_seeds) & set(seeds):
-        raise ValueError(f"tuning_seeds {tuning_seeds} must be disjoint from the evaluation seeds {seeds}")
 
     def root_of(seed):
         return int(seeding.generator(ctx.seed, "run", str(seed)).integers(2 ** 31))
 
-    run_opts, tuning = {}, {}
-    for name, opts in params["runs"].items():   # lr tuning on the tuning seeds (validation rows, never the test set)
-        opts = dict(opts)
-        grid = opts.pop("lr_grid", None)
-        if grid is not None:
-            if not tuning_seeds:
-                raise ValueError(f"run {name!r} has an lr_grid but params give no tuning_seeds")
-            method = opts["method"]
+    def one_run(name, opts, lr, seed):
+        t0 = time.process_time()
+        kw = {k: v for k, v in opts.items() if k != "method"}
+        out = run_pretrained_split(opts["method"], client, theta0, seed=root_of(seed), holdout=holdout,
+                                   **common, **{**kw, "client_lr": lr})
+        ctx.log(f"tuning {name} lr {lr:g} seed {seed}: validation final_acc {out['final_acc']:.4f} "
+                f"({time.process_time() - t0:.1f} s cpu)")
+        return {"final_acc": out["final_acc"]}
 
-            def one_run(lr, seed, _method=method, _opts=opts, _name=name):
-                t0 = time.process_time()
-                kw = {k: v for k, v in _opts.items() if k != "method"}
-                out = run_pretrained_split(_method, client, theta0, seed=root_of(seed), holdout=holdout,
-                                           **common, **{**kw, "client_lr": lr})
-                ctx.log(f"tuning {_name} lr {lr:g} seed {seed}: validation final_acc {out['final_acc']:.4f} "
-                        f"({time.process_time() - t0:.1f} s cpu)")
-                return {"final_acc": out["final_acc"]}
-
-            sel = select_lr(grid, one_run, tuning_seeds, score=lambda out: out["final_acc"], mode="max",
-                            log=lambda msg, _n=name: ctx.log(f"tuning {_n} {msg}"), what=f"run {name!r}")
-            opts["client_lr"] = float(sel["lr"])
-            tuning[name] = {"lr_grid": [float(v) for v in grid], "tuning_seeds": tuning_seeds,
-                            "validation_fraction": holdout, "score": "mean final validation accuracy",
-                            "tuning_final_acc": sel["score"], "tuning_final_acc_per_seed": sel["per_seed"],
-                            "lr_diverged": sel["diverged"], "client_lr": float(sel["lr"])}
-            ctx.log(f"{name}: client lr {sel['lr']:g} chosen from {grid} (validation final_acc {sel['score']})")
-        run_opts[name] = opts
+    run_opts, tuning = tune_client_lrs(params["runs"], tuning_seeds=tuning_seeds, seeds=seeds, holdout=holdout,
+                                       run_one=one_run, log=ctx.log)
     per = {name: {} for name in params["runs"]}
     arrays, rows = {}, []
     for seed in seeds:
@@ -607,9 +620,11 @@ def minilm_split(params: dict, ctx: RunContext):
     all methods. The child starts with the model, tokens and lambda resident, so the growth is the step's own
     working memory (activations, saved tensors, gradients, directions), the part the methods differ in; a fresh
     spawned process would have to load torch, transformers and the model again, and its peak would be mostly
-    that. Then training: every run of ``runs`` (method, client lr) on every seed of ``seeds`` (same partition,
-    batches and server init per seed), final accuracy, paired differences in points and bytes per client and
-    round."""
+    that. Then training: a run with an ``lr_grid`` has its client lr chosen on ``tuning_seeds`` with
+    ``validation_fraction`` of the training rows held out (:func:`tune_client_lrs`, the rule of
+    :func:`pretrained`); every run of ``runs`` (method, client lr) then runs on every seed of ``seeds`` (same
+    partition, batches and server init per seed) on the full training rows: final test accuracy, paired
+    differences in points and bytes per client and round."""
     _torch_setup()
     from shared.lm.pretrained import load_minilm
 
@@ -661,12 +676,25 @@ def minilm_split(params: dict, ctx: RunContext):
                       "peak_mib": mib, "peak_mib_mean": {m: float(np.mean(v)) for m, v in mib.items()},
                       "ratio": ratio, "ratio_mean": {k: float(np.mean(v)) for k, v in ratio.items()}}
 
-    # --- training runs
+    # --- training runs: client lrs from their grids on the tuning seeds first (held-out training rows)
     def root_of(seed):
         return int(seeding.generator(ctx.seed, "run", str(seed)).integers(2 ** 31))
 
+    holdout = float(params.get("validation_fraction", 0.2))
+
+    def one_run(name, opts, lr, seed):
+        t0 = time.process_time()
+        kw = {k: v for k, v in opts.items() if k != "method"}
+        out = run_text_split(opts["method"], split, data, seed=root_of(seed), holdout=holdout, **common,
+                             **{**kw, "client_lr": lr})
+        ctx.log(f"tuning {name} lr {lr:g} seed {seed}: validation final_acc {out['final_acc']:.4f} "
+                f"({time.process_time() - t0:.1f} s cpu)")
+        return {"final_acc": out["final_acc"]}
+
+    run_opts, tuning = tune_client_lrs(params["runs"], tuning_seeds=params.get("tuning_seeds", []), seeds=seeds,
+                                       holdout=holdout, run_one=one_run, log=ctx.log)
     per, arrays, rows, runs = {}, {}, [], {}
-    for name, opts in params["runs"].items():
+    for name, opts in run_opts.items():
         opts = dict(opts)
         method = opts.pop("method")
         per[name] = {}
@@ -688,6 +716,8 @@ def minilm_split(params: dict, ctx: RunContext):
                       "bytes_per_client_round_total": float(sum(b.values()))}
         if method != "frozen":
             runs[name]["client_lr"] = float(opts["client_lr"])
+        if name in tuning:
+            runs[name]["tuning"] = tuning[name]
     paired = {f"{a}_minus_{b}_points": [_points(per[a][s]["final_acc"], per[b][s]["final_acc"]) for s in seeds]
               for a in per for b in per if a != b}
     compare = {}
@@ -701,7 +731,8 @@ def minilm_split(params: dict, ctx: RunContext):
                "server_layers": split.server_layers, "client_dim": split.client_dim,
                "task": {**task, "n_words": len(words), "seq_len": int(data["train"][0].shape[1])},
                "common": common, "seeds": seeds, "runs": runs, "paired": paired, "compare": compare,
-               "memory": memory_metrics, "n_clients": int(common.get("n_clients", 4)),
+               "tuning_seeds": [int(s) for s in params.get("tuning_seeds", [])],
+               "chosen_client_lr": {n: t["client_lr"] for n, t in tuning.items()}, "memory": memory_metrics, "n_clients": int(common.get("n_clients", 4)),
                "batch_size": int(common.get("batch_size", 4))}
     write_arrays(ctx.out_dir / "curves.npz", **arrays)
     return rows, metrics
