@@ -168,15 +168,25 @@ def select_lr(grid, run, seeds, *, score, mode, skip_diverged=True, log=None, wh
     return {"lr": best[0], "score": scores, "per_seed": per_seed, "diverged": diverged, "outputs": best[2]}
 
 
-def tune_client_lrs(runs: dict, *, tuning_seeds, seeds, holdout, run_one, log):
+def tune_client_lrs(runs: dict, *, tuning_seeds, seeds, holdout, train, log):
     """Client lrs of ``runs`` (name -> method options) chosen on tuning seeds, by one rule for every method.
 
     A run with an ``lr_grid`` has it replaced by the ``client_lr`` that :func:`select_lr` keeps: every lr of the
-    grid runs as ``run_one(name, method options, lr, seed)`` on every seed of ``tuning_seeds`` (disjoint from the
-    evaluation ``seeds``), which must train on the training rows less the ``holdout`` fraction and return
-    {"final_acc": accuracy on the held-out rows}; the lr with the best mean is kept (ties: first in grid order).
-    Runs without a grid keep their options. Returns (options per run, tuning record per tuned run)."""
+    grid runs as ``train(method, seed=tuning seed, holdout=holdout, client_lr=lr, **other options)`` on every seed
+    of ``tuning_seeds`` (disjoint from the evaluation ``seeds``), which trains on the training rows less the
+    ``holdout`` fraction and returns a dict whose "final_acc" is the accuracy on the held-out rows; the lr with the
+    best mean is kept (ties: first in grid order). Runs without a grid keep their options. Returns (options per
+    run, tuning record per tuned run)."""
     tuning_seeds, seeds = [int(s) for s in tuning_seeds], [int(s) for s in seeds]
+
+    def run_one(name, opts, lr, seed):
+        t0 = time.process_time()
+        kw = {k: v for k, v in opts.items() if k != "method"}
+        out = train(opts["method"], seed=seed, holdout=holdout, **{**kw, "client_lr": lr})
+        log(f"tuning {name} lr {lr:g} seed {seed}: validation final_acc {out['final_acc']:.4f} "
+            f"({time.process_time() - t0:.1f} s cpu)")
+        return {"final_acc": out["final_acc"]}
+
     if set(tuning_seeds) & set(seeds):
         raise ValueError(f"tuning_seeds {tuning_seeds} must be disjoint from the evaluation seeds {seeds}")
     run_opts, tuning = {}, {}
@@ -542,17 +552,11 @@ def pretrained(params: dict, ctx: RunContext):
     def root_of(seed):
         return int(seeding.generator(ctx.seed, "run", str(seed)).integers(2 ** 31))
 
-    def one_run(name, opts, lr, seed):
-        t0 = time.process_time()
-        kw = {k: v for k, v in opts.items() if k != "method"}
-        out = run_pretrained_split(opts["method"], client, theta0, seed=root_of(seed), holdout=holdout,
-                                   **common, **{**kw, "client_lr": lr})
-        ctx.log(f"tuning {name} lr {lr:g} seed {seed}: validation final_acc {out['final_acc']:.4f} "
-                f"({time.process_time() - t0:.1f} s cpu)")
-        return {"final_acc": out["final_acc"]}
+    def train(method, *, seed, **kw):
+        return run_pretrained_split(method, client, theta0, seed=root_of(seed), **common, **kw)
 
     run_opts, tuning = tune_client_lrs(params["runs"], tuning_seeds=tuning_seeds, seeds=seeds, holdout=holdout,
-                                       run_one=one_run, log=ctx.log)
+                                       train=train, log=ctx.log)
     per = {name: {} for name in params["runs"]}
     arrays, rows = {}, []
     for seed in seeds:
@@ -682,17 +686,11 @@ def minilm_split(params: dict, ctx: RunContext):
 
     holdout = float(params.get("validation_fraction", 0.2))
 
-    def one_run(name, opts, lr, seed):
-        t0 = time.process_time()
-        kw = {k: v for k, v in opts.items() if k != "method"}
-        out = run_text_split(opts["method"], split, data, seed=root_of(seed), holdout=holdout, **common,
-                             **{**kw, "client_lr": lr})
-        ctx.log(f"tuning {name} lr {lr:g} seed {seed}: validation final_acc {out['final_acc']:.4f} "
-                f"({time.process_time() - t0:.1f} s cpu)")
-        return {"final_acc": out["final_acc"]}
+    def train(method, *, seed, **kw):
+        return run_text_split(method, split, data, seed=root_of(seed), **common, **kw)
 
     run_opts, tuning = tune_client_lrs(params["runs"], tuning_seeds=params.get("tuning_seeds", []), seeds=seeds,
-                                       holdout=holdout, run_one=one_run, log=ctx.log)
+                                       holdout=holdout, train=train, log=ctx.log)
     per, arrays, rows, runs = {}, {}, [], {}
     for name, opts in run_opts.items():
         opts = dict(opts)
@@ -732,7 +730,8 @@ def minilm_split(params: dict, ctx: RunContext):
                "task": {**task, "n_words": len(words), "seq_len": int(data["train"][0].shape[1])},
                "common": common, "seeds": seeds, "runs": runs, "paired": paired, "compare": compare,
                "tuning_seeds": [int(s) for s in params.get("tuning_seeds", [])],
-               "chosen_client_lr": {n: t["client_lr"] for n, t in tuning.items()}, "memory": memory_metrics, "n_clients": int(common.get("n_clients", 4)),
+               "chosen_client_lr": {n: t["client_lr"] for n, t in tuning.items()}, "memory": memory_metrics,
+               "n_clients": int(common.get("n_clients", 4)),
                "batch_size": int(common.get("batch_size", 4))}
     write_arrays(ctx.out_dir / "curves.npz", **arrays)
     return rows, metrics

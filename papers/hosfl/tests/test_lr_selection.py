@@ -138,24 +138,24 @@ def test_tune_client_lrs_replaces_each_grid_by_its_argmax_and_keeps_runs_without
     fixed lrs and runs without an lr pass through; the record names the grid, seeds and scores."""
     calls, logged = [], []
 
-    def run_one(name, opts, lr, seed):
-        calls.append((name, opts["method"], lr, seed))
-        return {"final_acc": _known_accuracy(lr, seed) if name == "a" else 1.0 - lr}
+    def train(method, *, seed, holdout, client_lr):
+        calls.append((method, client_lr, seed, holdout))
+        return {"final_acc": _known_accuracy(client_lr, seed) if method == "hosfl" else 1.0 - client_lr}
 
     runs = {"a": {"method": "hosfl", "lr_grid": GRID}, "b": {"method": "sfl_fo", "lr_grid": [1e-2, 1e-3]},
             "c": {"method": "sfl_fo", "client_lr": 0.5}, "d": {"method": "frozen"}}
-    opts, tuning = E.tune_client_lrs(runs, tuning_seeds=TUNING, seeds=EVALUATION, holdout=0.2, run_one=run_one,
+    opts, tuning = E.tune_client_lrs(runs, tuning_seeds=TUNING, seeds=EVALUATION, holdout=0.2, train=train,
                                      log=logged.append)
     assert opts == {"a": {"method": "hosfl", "client_lr": 3e-3}, "b": {"method": "sfl_fo", "client_lr": 1e-3},
                     "c": {"method": "sfl_fo", "client_lr": 0.5}, "d": {"method": "frozen"}}
     assert runs["a"] == {"method": "hosfl", "lr_grid": GRID}          # the caller's options are not modified
-    assert {s for *_, s in calls} == set(TUNING)
-    assert sorted(calls) == sorted([("a", "hosfl", lr, s) for lr in GRID for s in TUNING]
-                                   + [("b", "sfl_fo", lr, s) for lr in (1e-2, 1e-3) for s in TUNING])
+    assert {s for _, _, s, _ in calls} == set(TUNING) and {h for *_, h in calls} == {0.2}
+    assert sorted(calls) == sorted([("hosfl", lr, s, 0.2) for lr in GRID for s in TUNING]
+                                   + [("sfl_fo", lr, s, 0.2) for lr in (1e-2, 1e-3) for s in TUNING])
     assert set(tuning) == {"a", "b"} and tuning["b"]["client_lr"] == 1e-3
     assert tuning["a"]["validation_fraction"] == 0.2 and tuning["a"]["tuning_seeds"] == TUNING
     assert any("client lr 0.003 chosen" in m for m in logged)
     with pytest.raises(ValueError, match="disjoint"):
-        E.tune_client_lrs(runs, tuning_seeds=[0], seeds=EVALUATION, holdout=0.2, run_one=run_one, log=print)
+        E.tune_client_lrs(runs, tuning_seeds=[0], seeds=EVALUATION, holdout=0.2, train=train, log=print)
     with pytest.raises(ValueError, match="no tuning_seeds"):
-        E.tune_client_lrs(runs, tuning_seeds=[], seeds=EVALUATION, holdout=0.2, run_one=run_one, log=print)
+        E.tune_client_lrs(runs, tuning_seeds=[], seeds=EVALUATION, holdout=0.2, train=train, log=print)
