@@ -10,6 +10,7 @@ figures are written next to the metrics as ``curves.npz``.
 """
 from __future__ import annotations
 
+import itertools
 import time
 
 import numpy as np
@@ -155,7 +156,7 @@ def select_lr(grid, run, seeds, *, score, mode, skip_diverged=True, log=None, wh
                 raise
             if log is not None:
                 log(f"lr {lr}: diverged ({exc})")
-            diverged.append(float(lr))
+            diverged.append(float(lr) if isinstance(lr, (int, float)) else lr)
             continue
         vals = [float(score(o)) for o in outs]
         key = str(lr)
@@ -169,44 +170,68 @@ def select_lr(grid, run, seeds, *, score, mode, skip_diverged=True, log=None, wh
 
 
 def tune_client_lrs(runs: dict, *, tuning_seeds, seeds, holdout, train, log):
-    """Client lrs of ``runs`` (name -> method options) chosen on tuning seeds, by one rule for every method.
+    """Learning rates of ``runs`` (name -> method options) chosen on tuning seeds, by one rule for every method.
 
-    A run with an ``lr_grid`` has it replaced by the ``client_lr`` that :func:`select_lr` keeps: every lr of the
-    grid runs as ``train(method, seed=tuning seed, holdout=holdout, client_lr=lr, **other options)`` on every seed
-    of ``tuning_seeds`` (disjoint from the evaluation ``seeds``), which trains on the training rows less the
-    ``holdout`` fraction and returns a dict whose "final_acc" is the accuracy on the held-out rows; the lr with the
-    best mean is kept (ties: first in grid order). Runs without a grid keep their options. Returns (options per
-    run, tuning record per tuned run)."""
+    A run with an ``lr_grid`` (client lrs) and/or a ``server_lr_grid`` has them replaced by the ``client_lr`` and
+    ``server_lr`` that :func:`select_lr` keeps among the grids' product (client lr outer, server lr inner): every
+    candidate runs as ``train(method, seed=tuning seed, holdout=holdout, client_lr=.., server_lr=.., **other
+    options)`` on every seed of ``tuning_seeds`` (disjoint from the evaluation ``seeds``), which trains on the
+    training rows less the ``holdout`` fraction and returns a dict whose "final_acc" is the accuracy on the
+    held-out rows; the candidate with the best mean is kept (ties: first in grid order). Runs without a grid keep
+    their options. Returns (options per run, tuning record per tuned run); with a client grid alone the record's
+    per-candidate keys are the lrs (``str(lr)``), with a server grid they read "client_lr=..,server_lr=..".
+    """
     tuning_seeds, seeds = [int(s) for s in tuning_seeds], [int(s) for s in seeds]
-
-    def run_one(name, opts, lr, seed):
-        t0 = time.process_time()
-        kw = {k: v for k, v in opts.items() if k != "method"}
-        out = train(opts["method"], seed=seed, holdout=holdout, **{**kw, "client_lr": lr})
-        log(f"tuning {name} lr {lr:g} seed {seed}: validation final_acc {out['final_acc']:.4f} "
-            f"({time.process_time() - t0:.1f} s cpu)")
-        return {"final_acc": out["final_acc"]}
-
     if set(tuning_seeds) & set(seeds):
         raise ValueError(f"tuning_seeds {tuning_seeds} must be disjoint from the evaluation seeds {seeds}")
     run_opts, tuning = {}, {}
-    for name, opts in runs.items():   # lr tuning on the tuning seeds (validation rows, never the test set)
+    for name, opts in runs.items():   # tuning on the tuning seeds (validation rows, never the test set)
         opts = dict(opts)
-        grid = opts.pop("lr_grid", None)
-        if grid is not None:
+        grids = {option: [float(v) for v in opts.pop(key)]
+                 for key, option in (("lr_grid", "client_lr"), ("server_lr_grid", "server_lr")) if key in opts}
+        if grids:
             if not tuning_seeds:
-                raise ValueError(f"run {name!r} has an lr_grid but params give no tuning_seeds")
-            sel = select_lr(grid, lambda lr, seed, _n=name, _o=opts: run_one(_n, _o, lr, seed), tuning_seeds,
-                            score=lambda out: out["final_acc"], mode="max",
-                            log=lambda msg, _n=name: log(f"tuning {_n} {msg}"), what=f"run {name!r}")
-            opts["client_lr"] = float(sel["lr"])
-            tuning[name] = {"lr_grid": [float(v) for v in grid], "tuning_seeds": tuning_seeds,
-                            "validation_fraction": float(holdout), "score": "mean final validation accuracy",
-                            "tuning_final_acc": sel["score"], "tuning_final_acc_per_seed": sel["per_seed"],
-                            "lr_diverged": sel["diverged"], "client_lr": float(sel["lr"])}
-            log(f"{name}: client lr {sel['lr']:g} chosen from {grid} (validation final_acc {sel['score']})")
+                raise ValueError(f"run {name!r} has an lr grid but params give no tuning_seeds")
+            chosen, record = _tune_one_run(name, opts, grids, tuning_seeds=tuning_seeds, holdout=holdout,
+                                           train=train, log=log)
+            opts.update(chosen)
+            tuning[name] = record
         run_opts[name] = opts
     return run_opts, tuning
+
+
+def _tune_one_run(name, opts, grids, *, tuning_seeds, holdout, train, log):
+    """(chosen options, tuning record) of one run of :func:`tune_client_lrs`; ``grids`` maps "client_lr" and/or
+    "server_lr" to its grid."""
+    keys = list(grids)
+    candidates = [dict(zip(keys, values)) for values in itertools.product(*grids.values())]
+    if keys == ["client_lr"]:
+        labels = [c["client_lr"] for c in candidates]
+    else:
+        labels = [",".join(f"{k}={c[k]!r}" for k in keys) for c in candidates]
+    by_label = {str(lab): c for lab, c in zip(labels, candidates)}
+
+    def run_one(label, seed):
+        t0 = time.process_time()
+        kw = {k: v for k, v in opts.items() if k != "method"}
+        out = train(opts["method"], seed=seed, holdout=holdout, **{**kw, **by_label[str(label)]})
+        log(f"tuning {name} {label} seed {seed}: validation final_acc {out['final_acc']:.4f} "
+            f"({time.process_time() - t0:.1f} s cpu)")
+        return {"final_acc": out["final_acc"]}
+
+    sel = select_lr(labels, run_one, tuning_seeds, score=lambda out: out["final_acc"], mode="max",
+                    log=lambda msg: log(f"tuning {name} {msg}"), what=f"run {name!r}")
+    chosen = by_label[str(sel["lr"])]
+    record = {"tuning_seeds": tuning_seeds, "validation_fraction": float(holdout),
+              "score": "mean final validation accuracy", "tuning_final_acc": sel["score"],
+              "tuning_final_acc_per_seed": sel["per_seed"], "lr_diverged": sel["diverged"]}
+    if "client_lr" in grids:
+        record.update(lr_grid=grids["client_lr"], client_lr=chosen["client_lr"])
+    if "server_lr" in grids:
+        record.update(server_lr_grid=grids["server_lr"], server_lr=chosen["server_lr"])
+    log(f"{name}: " + ", ".join(f"{k} {v:g}" for k, v in chosen.items()) + " chosen from "
+        + " x ".join(f"{k} {grids[k]}" for k in keys) + f" (validation final_acc {sel['score']})")
+    return chosen, record
 
 
 # ------------------------------------------------------------------------------------------- training runs
@@ -553,7 +578,7 @@ def pretrained(params: dict, ctx: RunContext):
         return int(seeding.generator(ctx.seed, "run", str(seed)).integers(2 ** 31))
 
     def train(method, *, seed, **kw):
-        return run_pretrained_split(method, client, theta0, seed=root_of(seed), **common, **kw)
+        return run_pretrained_split(method, client, theta0, seed=root_of(seed), **{**common, **kw})
 
     run_opts, tuning = tune_client_lrs(params["runs"], tuning_seeds=tuning_seeds, seeds=seeds, holdout=holdout,
                                        train=train, log=ctx.log)
@@ -565,7 +590,7 @@ def pretrained(params: dict, ctx: RunContext):
             opts = dict(opts)
             method = opts.pop("method")
             t0 = time.process_time()
-            out = run_pretrained_split(method, client, theta0, seed=root, **common, **opts)
+            out = run_pretrained_split(method, client, theta0, seed=root, **{**common, **opts})
             btt, reached = _bytes_to_target(out, target)
             per[name][seed] = {"acc": out["final_acc"], "bytes_total": float(out["bytes_per_client_at_eval"][-1]),
                                "bytes_to_target": btt, "reached": reached,
@@ -687,7 +712,7 @@ def minilm_split(params: dict, ctx: RunContext):
     holdout = float(params.get("validation_fraction", 0.2))
 
     def train(method, *, seed, **kw):
-        return run_text_split(method, split, data, seed=root_of(seed), **common, **kw)
+        return run_text_split(method, split, data, seed=root_of(seed), **{**common, **kw})
 
     run_opts, tuning = tune_client_lrs(params["runs"], tuning_seeds=params.get("tuning_seeds", []), seeds=seeds,
                                        holdout=holdout, train=train, log=ctx.log)
@@ -698,7 +723,7 @@ def minilm_split(params: dict, ctx: RunContext):
         per[name] = {}
         for seed in seeds:
             t0 = time.process_time()
-            out = run_text_split(method, split, data, seed=root_of(seed), **common, **opts)
+            out = run_text_split(method, split, data, seed=root_of(seed), **{**common, **opts})
             per[name][seed] = out
             arrays[f"{name}__s{seed}__round"] = out["round"]
             arrays[f"{name}__s{seed}__acc"] = out["test_accuracy"]
@@ -714,6 +739,7 @@ def minilm_split(params: dict, ctx: RunContext):
                       "bytes_per_client_round_total": float(sum(b.values()))}
         if method != "frozen":
             runs[name]["client_lr"] = float(opts["client_lr"])
+        runs[name]["server_lr"] = float(opts.get("server_lr", common["server_lr"]))
         if name in tuning:
             runs[name]["tuning"] = tuning[name]
     paired = {f"{a}_minus_{b}_points": [_points(per[a][s]["final_acc"], per[b][s]["final_acc"]) for s in seeds]
@@ -730,7 +756,9 @@ def minilm_split(params: dict, ctx: RunContext):
                "task": {**task, "n_words": len(words), "seq_len": int(data["train"][0].shape[1])},
                "common": common, "seeds": seeds, "runs": runs, "paired": paired, "compare": compare,
                "tuning_seeds": [int(s) for s in params.get("tuning_seeds", [])],
-               "chosen_client_lr": {n: t["client_lr"] for n, t in tuning.items()}, "memory": memory_metrics,
+               "chosen_client_lr": {n: t["client_lr"] for n, t in tuning.items() if "client_lr" in t},
+               "chosen_server_lr": {n: t["server_lr"] for n, t in tuning.items() if "server_lr" in t},
+               "memory": memory_metrics,
                "n_clients": int(common.get("n_clients", 4)),
                "batch_size": int(common.get("batch_size", 4))}
     write_arrays(ctx.out_dir / "curves.npz", **arrays)

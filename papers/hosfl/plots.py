@@ -251,6 +251,13 @@ def _pretrained(results: Path, out: Path) -> None:
     save_figure(fig, out / "pretrained.png")
 
 
+def _lrs_used(run: dict) -> str:
+    """", client lr .., server lr .." of a run's metrics, each marked "(tuned)" when chosen on the tuning seeds."""
+    tuned = run.get("tuning", {})
+    return "".join(f", {what} lr {run[key]:g}" + (" (tuned)" if key in tuned else "")
+                   for key, what in (("client_lr", "client"), ("server_lr", "server")) if key in run)
+
+
 def _minilm_split(results: Path, out: Path) -> None:
     path = results / "minilm_split" / "metrics.json"
     if not path.exists():
@@ -263,7 +270,8 @@ def _minilm_split(results: Path, out: Path) -> None:
     for name, r in met["runs"].items():
         rows.append({"table": "test accuracy", "method": LABELS.get(name, name),
                      "value": f"{r['final_acc']:.4f} +- {r['final_acc_se']:.4f}",
-                     "detail": f"min {min(r['final_acc_per_seed']):.4f}, max {max(r['final_acc_per_seed']):.4f} over seeds",
+                     "detail": f"min {min(r['final_acc_per_seed']):.4f}, max {max(r['final_acc_per_seed']):.4f} over seeds"
+                               + _lrs_used(r),
                      "/ SFL-FO": ""})
     for name, r in met["runs"].items():
         b = r["bytes_per_client_round"]

@@ -154,8 +154,40 @@ def test_tune_client_lrs_replaces_each_grid_by_its_argmax_and_keeps_runs_without
                                    + [("sfl_fo", lr, s, 0.2) for lr in (1e-2, 1e-3) for s in TUNING])
     assert set(tuning) == {"a", "b"} and tuning["b"]["client_lr"] == 1e-3
     assert tuning["a"]["validation_fraction"] == 0.2 and tuning["a"]["tuning_seeds"] == TUNING
-    assert any("client lr 0.003 chosen" in m for m in logged)
+    assert any("client_lr 0.003 chosen" in m for m in logged)
     with pytest.raises(ValueError, match="disjoint"):
         E.tune_client_lrs(runs, tuning_seeds=[0], seeds=EVALUATION, holdout=0.2, train=train, log=print)
     with pytest.raises(ValueError, match="no tuning_seeds"):
         E.tune_client_lrs(runs, tuning_seeds=[], seeds=EVALUATION, holdout=0.2, train=train, log=print)
+
+
+def test_tune_client_lrs_chooses_client_and_server_lr_jointly_on_the_grids_product():
+    """With a ``server_lr_grid`` the candidates are the product of the two grids (client outer, server inner),
+    every one run on every tuning seed; the pair with the best mean validation accuracy is kept (ties: first in
+    grid order), and a run with only a server grid keeps its method options and gains ``server_lr``."""
+    calls = []
+
+    def score(client_lr, server_lr, seed):   # best at (1e-3, 5e-3); seed 101 shifts every candidate equally
+        return 1.0 - abs(np.log10(client_lr) + 3) - abs(np.log10(server_lr / 5e-3)) - 0.01 * (seed - 100)
+
+    def train(method, *, seed, holdout, server_lr, client_lr=1e-3):
+        calls.append((method, client_lr, server_lr, seed))
+        return {"final_acc": score(client_lr, server_lr, seed)}
+
+    runs = {"a": {"method": "hosfl", "lr_grid": [1e-4, 1e-3], "server_lr_grid": [2e-2, 5e-3]},
+            "f": {"method": "frozen", "server_lr_grid": [5e-3, 5e-3 * (1 + 1e-12)]},
+            "g": {"method": "frozen"}}
+    opts, tuning = E.tune_client_lrs(runs, tuning_seeds=TUNING, seeds=EVALUATION, holdout=0.2, train=train,
+                                     log=lambda m: None)
+    assert opts["a"] == {"method": "hosfl", "client_lr": 1e-3, "server_lr": 5e-3}
+    assert opts["f"] == {"method": "frozen", "server_lr": 5e-3} and opts["g"] == {"method": "frozen"}
+    assert [c for c in calls if c[0] == "hosfl"] == [("hosfl", c, s, t) for c in (1e-4, 1e-3) for s in (2e-2, 5e-3)
+                                                      for t in TUNING]
+    rec = tuning["a"]
+    assert rec["lr_grid"] == [1e-4, 1e-3] and rec["server_lr_grid"] == [2e-2, 5e-3]
+    assert (rec["client_lr"], rec["server_lr"]) == (1e-3, 5e-3)
+    assert set(rec["tuning_final_acc"]) == {"client_lr=0.0001,server_lr=0.02", "client_lr=0.0001,server_lr=0.005",
+                                            "client_lr=0.001,server_lr=0.02", "client_lr=0.001,server_lr=0.005"}
+    assert rec["tuning_final_acc"]["client_lr=0.001,server_lr=0.005"] == pytest.approx(
+        np.mean([score(1e-3, 5e-3, t) for t in TUNING]))
+    assert "client_lr" not in tuning["f"] and tuning["f"]["server_lr_grid"] == [5e-3, 5e-3 * (1 + 1e-12)]
