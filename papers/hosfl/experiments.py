@@ -27,10 +27,10 @@ from shared.results import mean_and_se, write_arrays
 from papers.hosfl import hybrid as H
 from papers.hosfl.data import load_dataset
 from papers.hosfl.memory_probe import STEP_METHODS, client_step, deep_client, peak_cuda_growth, peak_rss_growth
-from papers.hosfl.minilm_split import MEMORY_METHODS, MiniLMSplit, client_step_inplace, encode_task, run_text_split
+from papers.hosfl.minilm_split import (measure_memory_in_fresh_process, memory_summary, minilm_task_and_split,
+                                      run_text_split)
 from papers.hosfl.model import SplitMLP
 from papers.hosfl.pretrained import pretrained_client, run_pretrained_split
-from papers.hosfl.text_task import sentiment_sentences, sentiment_words
 from papers.hosfl.training import CATEGORIES, DEFAULT_CLIENT_LR, Setup, make_stepper, run_split_training
 
 __all__ = ["EXPERIMENTS", "estimator", "training", "straggler", "memory", "performance", "p_sweep",
@@ -644,66 +644,48 @@ def minilm_split(params: dict, ctx: RunContext):
     sentence task (:mod:`papers.hosfl.text_task`). See :mod:`papers.hosfl.minilm_split`.
 
     Memory first: one client step per method of ``MEMORY_METHODS`` on ``memory.batch_size`` training sentences
-    (the multiplier lambda from the server at the pretrained point), each run in a forked child and measured as
-    the growth of its peak RSS (:func:`papers.hosfl.memory_probe.peak_rss_growth`), ``memory.repeats`` rounds of
-    all methods. The child starts with the model, tokens and lambda resident, so the growth is the step's own
-    working memory (activations, saved tensors, gradients, directions), the part the methods differ in; a fresh
-    spawned process would have to load torch, transformers and the model again, and its peak would be mostly
-    that. Then training: a run with an ``lr_grid`` has its client lr chosen on ``tuning_seeds`` with
+    (the multiplier lambda from the server at the pretrained point), measured as the growth of the peak RSS of a
+    forked child (:func:`papers.hosfl.minilm_split.minilm_memory_probe`), ``memory.repeats`` rounds of all methods
+    in each of ``memory.processes`` freshly spawned processes (:func:`measure_memory_in_fresh_process`); the
+    claims' samples are the per-process values, so their interval covers run-to-run variation. The child starts
+    with the model, tokens and lambda resident, so the growth is the step's own working memory (activations, saved
+    tensors, gradients, directions), the part the methods differ in. Then training: a run with an ``lr_grid`` has its client lr chosen on ``tuning_seeds`` with
     ``validation_fraction`` of the training rows held out (:func:`tune_client_lrs`, the rule of
     :func:`pretrained`); every run of ``runs`` (method, client lr) then runs on every seed of ``seeds`` (same
     partition, batches and server init per seed) on the full training rows: final test accuracy, paired
     differences in points and bytes per client and round."""
     _torch_setup()
-    from shared.lm.pretrained import load_minilm
-
     task, sp, common = dict(params["task"]), dict(params["split"]), dict(params["common"])
     mem = dict(params["memory"])
     seeds = [int(s) for s in params["seeds"]]
+    task_seed = int(seeding.generator(ctx.seed, "minilm_task").integers(2 ** 31))
+
+    # --- measured client memory: each of memory.processes fresh processes builds the same setup and forks a child
+    # per (repeat, method); the interval of the claims is over the processes (run-to-run), not over forks
+    probe = {"task": task, "split": sp, "task_seed": task_seed, "batch_size": int(mem["batch_size"]),
+             "server_seed": int(seeding.generator(ctx.seed, "minilm_memory").integers(2 ** 31)),
+             "step_seeds": [int(s) for s in ctx.generator("minilm_memory_seeds").choice(
+                 H.SEED_BOUND, size=int(mem["P"]), replace=False)],
+             "mu": float(common.get("mu", 1e-3)), "lr": float(mem["lr"]), "repeats": int(mem["repeats"])}
+    n_proc = int(mem.get("processes", 1))
+    per_process = []
+    for i in range(n_proc):
+        t0 = time.time()
+        per_process.append(measure_memory_in_fresh_process(probe))
+        ctx.log(f"memory process {i + 1}/{n_proc}: " + ", ".join(
+            f"{m} {np.mean(v) / 2 ** 20:.1f}" for m, v in per_process[-1]["peak_bytes"].items())
+            + f" MiB ({time.time() - t0:.1f} s wall)")
+    memory_metrics = memory_summary(per_process, batch_size=probe["batch_size"], P=int(mem["P"]),
+                                    repeats=probe["repeats"])
+    ctx.log("client step peak growth (MiB, mean over processes): "
+            + ", ".join(f"{m} {v:.1f}" for m, v in memory_metrics["peak_mib_mean"].items()))
+
+    from shared.lm.pretrained import load_minilm
     tokenizer, bert = load_minilm()
-    words, labels = sentiment_words(min_abs_valence=float(task.get("min_abs_valence", 1.0)),
-                                    min_length=int(task.get("min_length", 3)), vocab=tokenizer.get_vocab())
-    sents = sentiment_sentences(words, labels, n_train=int(task["n_train"]), n_test=int(task["n_test"]),
-                                seed=int(seeding.generator(ctx.seed, "minilm_task").integers(2 ** 31)))
-    data = {k: encode_task(tokenizer, *sents[k], int(task["max_length"])) for k in ("train", "test")}
-    split = MiniLMSplit(bert, int(sp["client_layers"]), int(sp["server_layers"]))
+    words, data, split = minilm_task_and_split(tokenizer, bert, task, sp, task_seed)
     del bert
     ctx.log(f"task: {len(words)} lexicon words, {int(task['n_train'])} train / {int(task['n_test'])} test "
             f"sentences, {int(data['train'][0].shape[1])} tokens; d_c = {split.client_dim}")
-
-    # --- measured client memory (forked children; no other thread alive)
-    Bm, P_mem, repeats = int(mem["batch_size"]), int(mem["P"]), int(mem["repeats"])
-    ids_m, attn_m, y_m = (t[:Bm] for t in data["train"])
-    server0 = split.new_server(2, int(seeding.generator(ctx.seed, "minilm_memory").integers(2 ** 31)))
-    h0, mask = split.embed(ids_m, attn_m)
-    with torch.no_grad():
-        z0 = split.client(h0, mask)
-    zs = z0.clone().requires_grad_(True)
-    (lam,) = torch.autograd.grad(torch.nn.functional.cross_entropy(server0(zs, mask, attn_m), y_m), [zs])
-    del server0, h0, mask, z0, zs
-    mrng = ctx.generator("minilm_memory_seeds")
-    mem_seeds = [int(s) for s in mrng.choice(H.SEED_BOUND, size=P_mem, replace=False)]
-    peaks = {m: [] for m in MEMORY_METHODS}
-    step_kw = {"seeds": mem_seeds, "mu": float(common.get("mu", 1e-3)), "lr": float(mem["lr"])}
-    for _ in range(repeats):
-        for m in MEMORY_METHODS:
-            def fn(m=m):
-                client_step_inplace(m, split, ids_m, attn_m, lam, **step_kw)
-
-            def warm(m=m):   # the same step on one sentence: faults the kernels' code pages in first
-                client_step_inplace(m, split, ids_m[:1], attn_m[:1], lam[:1], **step_kw)
-            peaks[m].append(peak_rss_growth(fn, warmup=warm))
-    mib = {m: [v / 2 ** 20 for v in vals] for m, vals in peaks.items()}
-    ratio = {f"{m}_over_sfl_fo": [a / b for a, b in zip(peaks[m], peaks["sfl_fo"])]
-             for m in MEMORY_METHODS if m != "sfl_fo"}
-    ratio["hosfl_over_inference"] = [a / b for a, b in zip(peaks["hosfl"], peaks["inference"])]
-    ctx.log("client step peak growth (MiB, mean): " + ", ".join(f"{m} {np.mean(v):.1f}" for m, v in mib.items()))
-    memory_metrics = {"measurement": "peak RSS growth of a forked child per client step", "batch_size": Bm,
-                      "seq_len": int(ids_m.shape[1]), "P": P_mem, "repeats": repeats,
-                      "cut_activation_mib": Bm * int(ids_m.shape[1]) * split.hidden_size * 4 / 2 ** 20,
-                      "client_params_mib": split.client_dim * 4 / 2 ** 20,
-                      "peak_mib": mib, "peak_mib_mean": {m: float(np.mean(v)) for m, v in mib.items()},
-                      "ratio": ratio, "ratio_mean": {k: float(np.mean(v)) for k, v in ratio.items()}}
 
     # --- training runs: client lrs from their grids on the tuning seeds first (held-out training rows)
     def root_of(seed):

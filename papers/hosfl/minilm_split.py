@@ -57,7 +57,8 @@ from papers.hosfl.pretrained import check_rates, holdout_rows
 from papers.hosfl.training import final_accuracy
 
 __all__ = ["LayerStack", "TextServer", "MiniLMSplit", "client_direction", "iter_direction", "encode_task", "run_text_split",
-           "client_step_inplace", "TEXT_METHODS", "MEMORY_METHODS", "text_bytes_per_round"]
+           "client_step_inplace", "TEXT_METHODS", "MEMORY_METHODS", "text_bytes_per_round", "minilm_task_and_split",
+           "minilm_memory_probe", "measure_memory_in_fresh_process", "memory_summary"]
 
 TEXT_METHODS = ("hosfl", "sfl_fo", "frozen")
 MEMORY_METHODS = ("hosfl", "sfl_fo", "hosfl_grad", "inference")
@@ -362,3 +363,95 @@ def client_step_inplace(method: str, split: MiniLMSplit, input_ids, attention_ma
                 step.add_(next(stream), alpha=c)
             p.sub_(step, alpha=float(lr))
     return v
+
+
+# ------------------------------------------------------------------------------------------- measured client memory
+def minilm_task_and_split(tokenizer, bert, task: dict, split_params: dict, task_seed: int):
+    """(lexicon words, encoded data {"train", "test"}, :class:`MiniLMSplit`) of the MiniLM experiment: the
+    VADER-lexicon sentence task (:mod:`papers.hosfl.text_task`) drawn with ``task_seed`` and the encoder cut after
+    ``split_params["client_layers"]`` layers. Deterministic in its arguments."""
+    from papers.hosfl.text_task import sentiment_sentences, sentiment_words
+    words, labels = sentiment_words(min_abs_valence=float(task.get("min_abs_valence", 1.0)),
+                                    min_length=int(task.get("min_length", 3)), vocab=tokenizer.get_vocab())
+    sents = sentiment_sentences(words, labels, n_train=int(task["n_train"]), n_test=int(task["n_test"]),
+                                seed=int(task_seed))
+    data = {k: encode_task(tokenizer, *sents[k], int(task["max_length"])) for k in ("train", "test")}
+    split = MiniLMSplit(bert, int(split_params["client_layers"]), int(split_params["server_layers"]))
+    return words, data, split
+
+
+def minilm_memory_probe(probe: dict) -> dict:
+    """Peak RSS growth in bytes of one client step per method of :data:`MEMORY_METHODS`, measured in this process.
+
+    The setup of the experiment is built from ``probe`` (``task``, ``split``, ``task_seed``, ``batch_size``,
+    ``server_seed``, ``step_seeds``, ``mu``, ``lr``, ``repeats``): the first ``batch_size`` training sentences and
+    the multiplier lambda = d loss / d z of a fresh server (seeded ``server_seed``) at the pretrained client. Then,
+    ``repeats`` times, each method's step (:func:`client_step_inplace`) runs in a forked child after a one-sentence
+    warm-up of the same step and is measured as the growth of the child's peak RSS
+    (:func:`papers.hosfl.memory_probe.peak_rss_growth`): the child starts with the model, tokens and lambda
+    resident, so the growth is the step's own working memory (activations, saved tensors, gradients, directions).
+
+    Returns {"peak_bytes": method -> list over repeats, "seq_len", "hidden", "client_dim"}."""
+    from shared.lm.pretrained import load_minilm
+    from papers.hosfl.memory_probe import peak_rss_growth
+    torch.set_num_threads(1)
+    tokenizer, bert = load_minilm()
+    _, data, split = minilm_task_and_split(tokenizer, bert, probe["task"], probe["split"], probe["task_seed"])
+    del bert
+    B = int(probe["batch_size"])
+    ids, attn, y = (t[:B] for t in data["train"])
+    server0 = split.new_server(2, int(probe["server_seed"]))
+    h0, mask = split.embed(ids, attn)
+    with torch.no_grad():
+        z0 = split.client(h0, mask)
+    zs = z0.clone().requires_grad_(True)
+    (lam,) = torch.autograd.grad(F.cross_entropy(server0(zs, mask, attn), y), [zs])
+    del server0, h0, mask, z0, zs
+    step_kw = {"seeds": [int(s) for s in probe["step_seeds"]], "mu": float(probe["mu"]), "lr": float(probe["lr"])}
+    peaks = {m: [] for m in MEMORY_METHODS}
+    for _ in range(int(probe["repeats"])):
+        for m in MEMORY_METHODS:
+            def step(m=m):
+                client_step_inplace(m, split, ids, attn, lam, **step_kw)
+
+            def warm(m=m):   # the same step on one sentence: faults the kernels' code pages in first
+                client_step_inplace(m, split, ids[:1], attn[:1], lam[:1], **step_kw)
+            peaks[m].append(int(peak_rss_growth(step, warmup=warm)))
+    return {"peak_bytes": peaks, "seq_len": int(ids.shape[1]), "hidden": int(split.hidden_size),
+            "client_dim": int(split.client_dim)}
+
+
+def measure_memory_in_fresh_process(probe: dict) -> dict:
+    """:func:`minilm_memory_probe` run in a newly spawned Python process (``multiprocessing`` "spawn" context, one
+    process per call), so that separate calls are independent runs: within one process the forked repeats agree to
+    about 0.1 MiB, while separate processes were seen to differ by up to about a quarter (the state a process
+    reaches while loading torch and the model varies between processes; ASLR and hash seeds are not the cause)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(minilm_memory_probe, probe).result()
+
+
+def memory_summary(per_process: list, *, batch_size: int, P: int, repeats: int) -> dict:
+    """The memory metrics of ``minilm_split`` from the outputs of :func:`minilm_memory_probe`, one per process.
+
+    Per process, each method's growth is the mean over its forked repeats (MiB); ``peak_mib[m]`` lists these over
+    processes, ``ratio["<m>_over_sfl_fo"]`` and ``ratio["hosfl_over_inference"]`` the per-process ratios (the
+    samples of the memory claims), ``within_process_range_mib[m]`` the largest max - min over a process's repeats."""
+    if not per_process:
+        raise ValueError("memory_summary needs at least one process")
+    methods = list(per_process[0]["peak_bytes"])
+    mib = {m: [float(np.mean(p["peak_bytes"][m])) / 2 ** 20 for p in per_process] for m in methods}
+    ratio = {f"{m}_over_sfl_fo": [a / b for a, b in zip(mib[m], mib["sfl_fo"])] for m in methods if m != "sfl_fo"}
+    ratio["hosfl_over_inference"] = [a / b for a, b in zip(mib["hosfl"], mib["inference"])]
+    first = per_process[0]
+    return {"measurement": "peak RSS growth of a forked child per client step; one value per independent process "
+                           "(mean over its forked repeats)",
+            "batch_size": int(batch_size), "seq_len": first["seq_len"], "P": int(P), "repeats": int(repeats),
+            "processes": len(per_process),
+            "cut_activation_mib": batch_size * first["seq_len"] * first["hidden"] * 4 / 2 ** 20,
+            "client_params_mib": first["client_dim"] * 4 / 2 ** 20,
+            "peak_mib": mib, "peak_mib_mean": {m: float(np.mean(v)) for m, v in mib.items()},
+            "within_process_range_mib": {m: max((max(p["peak_bytes"][m]) - min(p["peak_bytes"][m])) / 2 ** 20
+                                                for p in per_process) for m in methods},
+            "ratio": ratio, "ratio_mean": {k: float(np.mean(v)) for k, v in ratio.items()}}
