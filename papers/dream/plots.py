@@ -169,7 +169,7 @@ def _qp_table(results: Path, out: Path) -> None:
     met = read_metrics(base / "metrics.json")
     tim = read_metrics(base / "timings.json")
     solvers = ["own", *met["solvers"]]
-    title = (f"Weight QP: microseconds per call ({tim['calls']} calls of the own solver, "
+    title = (f"Weight QP: least process-CPU microseconds of one call ({tim['calls']} calls of the own solver, "
              f"{tim['calls_external']} of each library"
              + (f" except torchjd ({tim['calls_torchjd']}, Frank-Wolfe to epsilon {met['torchjd']['epsilon']:g})"
                 if tim.get("calls_torchjd") else "")
