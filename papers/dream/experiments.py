@@ -15,13 +15,13 @@ import numpy as np
 
 from shared.experiment import RunContext, main
 from shared.results import mean_and_se, write_arrays, write_metrics
+from shared.timing import time_calls
 
 from papers.dream.aggregation import dream_weights
 from papers.dream.algorithms import rate_step, run_dream_batched, run_quadratic
 from papers.dream.problems import LogQuadraticFederation, QuadraticFederation
 
 __all__ = ["EXPERIMENTS", "quadratic", "quadratic_grid", "speedup", "rate_joint", "rho_sweep", "multidigits", "qp_timing",
-           "least_cpu_seconds",
            "ablation", "pareto_front", "resolve_correction", "hypervolume_2d", "torchjd_direction", "fit_rate_exponents",
            "fit_product_exponent", "momentum_noise_factor", "theory_step_constant"]
 
@@ -607,24 +607,10 @@ def _qp_solvers(C: np.ndarray, rho: float, params_torchjd=None):
     return out
 
 
-def least_cpu_seconds(fn, calls: int, cpu_clock=time.process_time) -> float:
-    """The least process-CPU seconds of one ``fn()`` over ``calls`` separately timed calls. Load from other
-    processes only ever adds time to a call, so the minimum is its least-disturbed measurement (the convention of
-    ``timeit``); a mean of wall-clock time over the calls moved by up to 27x between runs on a shared machine."""
-    if isinstance(calls, bool) or int(calls) != calls or calls < 1:
-        raise ValueError(f"calls must be an integer >= 1, got {calls!r}")
-    best = np.inf
-    for _ in range(int(calls)):
-        c0 = cpu_clock()
-        fn()
-        best = min(best, cpu_clock() - c0)
-    return float(best)
-
-
 def qp_timing(params: dict, ctx: RunContext):
     """Weight QP for each (M, d): the same random C (rows N(0, I_d)) for every solver; ``calls`` timed calls
     of the own solver and ``calls_external`` of each library, each call timed alone in process CPU time and the
-    least kept (:func:`least_cpu_seconds`; BLAS on one thread).
+    least kept (:func:`shared.timing.time_calls`; BLAS on one thread).
     With ``torchjd: {epsilon, max_iters, calls}``, torchjd's MGDA (Frank-Wolfe) joins the solvers and its
     aggregated direction is compared with ours: ``torchjd.max_rel_direction_diff`` = max over sizes of
     ||d_torchjd - d_own|| / ||d_own||, ``torchjd.max_weight_diff``, and the same direction difference at
@@ -662,7 +648,7 @@ def qp_timing(params: dict, ctx: RunContext):
                     ctx.log(f"{key}: {name} returned no solution (its time to give up is still timed)")
             n = calls if name == "own" else (int(tj_set.get("calls", calls_ext)) if name == "torchjd_mgda"
                                             else calls_ext)
-            timings[key][name] = 1e6 * least_cpu_seconds(f, n)
+            timings[key][name] = 1e6 * time_calls(f, n).cpu_min
             if diffs[key].get(name, 0.0) is not None:
                 rows.append({"method": name, "seed": 0, "step": int(M), "metric": f"max_weight_diff_d{d}",
                              "value": diffs[key].get(name, 0.0)})

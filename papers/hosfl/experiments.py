@@ -156,7 +156,7 @@ def select_lr(grid, run, seeds, *, score, mode, skip_diverged=True, log=None, wh
                 raise
             if log is not None:
                 log(f"lr {lr}: diverged ({exc})")
-            diverged.append(float(lr) if isinstance(lr, (int, float)) else lr)
+            diverged.append(lr)
             continue
         vals = [float(score(o)) for o in outs]
         key = str(lr)
@@ -205,23 +205,22 @@ def _tune_one_run(name, opts, grids, *, tuning_seeds, holdout, train, log):
     "server_lr" to its grid."""
     keys = list(grids)
     candidates = [dict(zip(keys, values)) for values in itertools.product(*grids.values())]
-    if keys == ["client_lr"]:
-        labels = [c["client_lr"] for c in candidates]
-    else:
-        labels = [",".join(f"{k}={c[k]!r}" for k in keys) for c in candidates]
-    by_label = {str(lab): c for lab, c in zip(labels, candidates)}
+    # a candidate's name: the lr itself for a client grid alone (the records of earlier runs), else "k=v,k=v"
+    by_label = {(str(c["client_lr"]) if keys == ["client_lr"] else ",".join(f"{k}={c[k]!r}" for k in keys)): c
+                for c in candidates}
+    labels = list(by_label)
 
     def run_one(label, seed):
         t0 = time.process_time()
         kw = {k: v for k, v in opts.items() if k != "method"}
-        out = train(opts["method"], seed=seed, holdout=holdout, **{**kw, **by_label[str(label)]})
+        out = train(opts["method"], seed=seed, holdout=holdout, **{**kw, **by_label[label]})
         log(f"tuning {name} {label} seed {seed}: validation final_acc {out['final_acc']:.4f} "
             f"({time.process_time() - t0:.1f} s cpu)")
         return {"final_acc": out["final_acc"]}
 
     sel = select_lr(labels, run_one, tuning_seeds, score=lambda out: out["final_acc"], mode="max",
                     log=lambda msg: log(f"tuning {name} {msg}"), what=f"run {name!r}")
-    chosen = by_label[str(sel["lr"])]
+    chosen = by_label[sel["lr"]]
     record = {"tuning_seeds": tuning_seeds, "validation_fraction": float(holdout),
               "score": "mean final validation accuracy", "tuning_final_acc": sel["score"],
               "tuning_final_acc_per_seed": sel["per_seed"], "lr_diverged": sel["diverged"]}
@@ -649,11 +648,11 @@ def minilm_split(params: dict, ctx: RunContext):
     in each of ``memory.processes`` freshly spawned processes (:func:`measure_memory_in_fresh_process`); the
     claims' samples are the per-process values, so their interval covers run-to-run variation. The child starts
     with the model, tokens and lambda resident, so the growth is the step's own working memory (activations, saved
-    tensors, gradients, directions), the part the methods differ in. Then training: a run with an ``lr_grid`` has its client lr chosen on ``tuning_seeds`` with
-    ``validation_fraction`` of the training rows held out (:func:`tune_client_lrs`, the rule of
-    :func:`pretrained`); every run of ``runs`` (method, client lr) then runs on every seed of ``seeds`` (same
-    partition, batches and server init per seed) on the full training rows: final test accuracy, paired
-    differences in points and bytes per client and round."""
+    tensors, gradients, directions), the part the methods differ in. Then training: a run with an ``lr_grid``
+    and/or a ``server_lr_grid`` has its lrs chosen on ``tuning_seeds`` with ``validation_fraction`` of the
+    training rows held out (:func:`tune_client_lrs`, the rule of :func:`pretrained`); every run of ``runs`` then
+    runs on every seed of ``seeds`` (same partition, batches and server init per seed) on the full training rows:
+    final test accuracy, paired differences in points and bytes per client and round."""
     _torch_setup()
     task, sp, common = dict(params["task"]), dict(params["split"]), dict(params["common"])
     mem = dict(params["memory"])
@@ -667,7 +666,7 @@ def minilm_split(params: dict, ctx: RunContext):
              "step_seeds": [int(s) for s in ctx.generator("minilm_memory_seeds").choice(
                  H.SEED_BOUND, size=int(mem["P"]), replace=False)],
              "mu": float(common.get("mu", 1e-3)), "lr": float(mem["lr"]), "repeats": int(mem["repeats"])}
-    n_proc = int(mem.get("processes", 1))
+    n_proc = int(mem["processes"])
     per_process = []
     for i in range(n_proc):
         t0 = time.time()
@@ -675,8 +674,7 @@ def minilm_split(params: dict, ctx: RunContext):
         ctx.log(f"memory process {i + 1}/{n_proc}: " + ", ".join(
             f"{m} {np.mean(v) / 2 ** 20:.1f}" for m, v in per_process[-1]["peak_bytes"].items())
             + f" MiB ({time.time() - t0:.1f} s wall)")
-    memory_metrics = memory_summary(per_process, batch_size=probe["batch_size"], P=int(mem["P"]),
-                                    repeats=probe["repeats"])
+    memory_metrics = memory_summary(per_process)
     ctx.log("client step peak growth (MiB, mean over processes): "
             + ", ".join(f"{m} {v:.1f}" for m, v in memory_metrics["peak_mib_mean"].items()))
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 
 import numpy as np
 import torch
@@ -391,7 +392,8 @@ def minilm_memory_probe(probe: dict) -> dict:
     (:func:`papers.hosfl.memory_probe.peak_rss_growth`): the child starts with the model, tokens and lambda
     resident, so the growth is the step's own working memory (activations, saved tensors, gradients, directions).
 
-    Returns {"peak_bytes": method -> list over repeats, "seq_len", "hidden", "client_dim"}."""
+    Returns {"peak_bytes": method -> list over repeats, "batch_size", "seq_len", "hidden", "client_dim", "P",
+    "pid"} (``pid``: the measuring process)."""
     from shared.lm.pretrained import load_minilm
     from papers.hosfl.memory_probe import peak_rss_growth
     torch.set_num_threads(1)
@@ -417,22 +419,22 @@ def minilm_memory_probe(probe: dict) -> dict:
             def warm(m=m):   # the same step on one sentence: faults the kernels' code pages in first
                 client_step_inplace(m, split, ids[:1], attn[:1], lam[:1], **step_kw)
             peaks[m].append(int(peak_rss_growth(step, warmup=warm)))
-    return {"peak_bytes": peaks, "seq_len": int(ids.shape[1]), "hidden": int(split.hidden_size),
-            "client_dim": int(split.client_dim)}
+    return {"peak_bytes": peaks, "batch_size": B, "seq_len": int(ids.shape[1]), "hidden": int(split.hidden_size),
+            "client_dim": int(split.client_dim), "P": len(step_kw["seeds"]), "pid": os.getpid()}
 
 
 def measure_memory_in_fresh_process(probe: dict) -> dict:
     """:func:`minilm_memory_probe` run in a newly spawned Python process (``multiprocessing`` "spawn" context, one
     process per call), so that separate calls are independent runs: within one process the forked repeats agree to
-    about 0.1 MiB, while separate processes were seen to differ by up to about a quarter (the state a process
-    reaches while loading torch and the model varies between processes; ASLR and hash seeds are not the cause)."""
+    about 0.1 MiB, while separate processes were seen to differ by up to about a quarter (cause not found; fixing the
+    address-space layout or the hash seed did not remove it in trial runs)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
         return pool.submit(minilm_memory_probe, probe).result()
 
 
-def memory_summary(per_process: list, *, batch_size: int, P: int, repeats: int) -> dict:
+def memory_summary(per_process: list) -> dict:
     """The memory metrics of ``minilm_split`` from the outputs of :func:`minilm_memory_probe`, one per process.
 
     Per process, each method's growth is the mean over its forked repeats (MiB); ``peak_mib[m]`` lists these over
@@ -440,16 +442,16 @@ def memory_summary(per_process: list, *, batch_size: int, P: int, repeats: int) 
     samples of the memory claims), ``within_process_range_mib[m]`` the largest max - min over a process's repeats."""
     if not per_process:
         raise ValueError("memory_summary needs at least one process")
-    methods = list(per_process[0]["peak_bytes"])
+    first = per_process[0]
+    methods = list(first["peak_bytes"])
     mib = {m: [float(np.mean(p["peak_bytes"][m])) / 2 ** 20 for p in per_process] for m in methods}
     ratio = {f"{m}_over_sfl_fo": [a / b for a, b in zip(mib[m], mib["sfl_fo"])] for m in methods if m != "sfl_fo"}
     ratio["hosfl_over_inference"] = [a / b for a, b in zip(mib["hosfl"], mib["inference"])]
-    first = per_process[0]
     return {"measurement": "peak RSS growth of a forked child per client step; one value per independent process "
                            "(mean over its forked repeats)",
-            "batch_size": int(batch_size), "seq_len": first["seq_len"], "P": int(P), "repeats": int(repeats),
-            "processes": len(per_process),
-            "cut_activation_mib": batch_size * first["seq_len"] * first["hidden"] * 4 / 2 ** 20,
+            "batch_size": first["batch_size"], "seq_len": first["seq_len"], "P": first["P"],
+            "repeats": len(first["peak_bytes"][methods[0]]), "processes": len(per_process),
+            "cut_activation_mib": first["batch_size"] * first["seq_len"] * first["hidden"] * 4 / 2 ** 20,
             "client_params_mib": first["client_dim"] * 4 / 2 ** 20,
             "peak_mib": mib, "peak_mib_mean": {m: float(np.mean(v)) for m, v in mib.items()},
             "within_process_range_mib": {m: max((max(p["peak_bytes"][m]) - min(p["peak_bytes"][m])) / 2 ** 20

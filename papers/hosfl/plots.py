@@ -266,7 +266,8 @@ def _minilm_split(results: Path, out: Path) -> None:
     mem, ref = met["memory"], met["memory"]["peak_mib_mean"]["sfl_fo"]
     rows = [{"table": "client step memory", "method": LABELS.get(k, k), "value": f"{v:.1f} MiB",
              "detail": f"min {min(mem['peak_mib'][k]):.1f}, max {max(mem['peak_mib'][k]):.1f} over "
-                       + (f"{mem['processes']} processes" if "processes" in mem else "repeats"),
+                       f"{mem['processes']} processes; within a process at most "
+                       f"{mem['within_process_range_mib'][k]:.1f} apart",
              "/ SFL-FO": f"{v / ref:.3f}"} for k, v in mem["peak_mib_mean"].items()]
     for name, r in met["runs"].items():
         rows.append({"table": "test accuracy", "method": LABELS.get(name, name),
@@ -285,7 +286,7 @@ def _minilm_split(results: Path, out: Path) -> None:
                                f"{met['server_layers']} server layers, d_c = {met['client_dim']}): peak RSS growth of "
                                f"one client step in a forked child (B = {mem['batch_size']} sentences of "
                                f"{mem['seq_len']} tokens, P = {mem['P']}, {mem['repeats']} forked repeats in each of "
-                               f"{mem.get('processes', 1)} processes); test accuracy "
+                               f"{mem['processes']} processes); test accuracy "
                                f"(mean +- s.e. over {len(met['seeds'])} seeds, {met['common']['rounds']} rounds); "
                                f"bytes per client per round (non-zero categories)")
 

@@ -5,7 +5,7 @@ import pytest
 from shared.experiment import RunContext
 
 from papers.dream.aggregation import dream_weights, pcgrad_correction
-from papers.dream.experiments import least_cpu_seconds, quadratic_grid, resolve_correction, torchjd_direction
+from papers.dream.experiments import quadratic_grid, resolve_correction, torchjd_direction
 
 
 def test_resolve_correction():
@@ -101,13 +101,3 @@ def test_qp_timing_records_a_library_solver_that_returns_no_solution(tmp_path, m
     assert met["max_weight_diff_all"] <= 1e-6            # Clarabel (and quadprog) still agree with ours
     assert _weight_diff(None) == "no solution" and _weight_diff(1.5e-9) == "1.50e-09"
 
-
-def test_least_cpu_seconds_keeps_the_least_disturbed_call():
-    """Each call timed alone on the given clock; the minimum over the calls is returned (costs 5, 3, 4 -> 3)."""
-    ticks = iter([0.0, 5.0, 10.0, 13.0, 20.0, 24.0])
-    calls = []
-    assert least_cpu_seconds(lambda: calls.append(1), 3, cpu_clock=lambda: next(ticks)) == 3.0
-    assert len(calls) == 3
-    for bad in (0, -1, 2.5, True):
-        with pytest.raises(ValueError, match="calls"):
-            least_cpu_seconds(lambda: None, bad)

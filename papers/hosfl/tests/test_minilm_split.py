@@ -1,4 +1,6 @@
 """The pretrained MiniLM split client, its lexicon sentence task and its in-place client steps."""
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -173,12 +175,13 @@ def test_memory_summary_takes_per_process_means_and_ratios():
     mib = 2 ** 20
     procs = [{"peak_bytes": {"hosfl": [30 * mib, 32 * mib], "sfl_fo": [62 * mib, 62 * mib],
                              "hosfl_grad": [90 * mib, 90 * mib], "inference": [20 * mib, 22 * mib]},
-              "seq_len": 9, "hidden": 384, "client_dim": 1000},
+              "batch_size": 128, "seq_len": 9, "hidden": 384, "client_dim": 1000, "P": 2},
              {"peak_bytes": {"hosfl": [40 * mib, 40 * mib], "sfl_fo": [50 * mib, 50 * mib],
                              "hosfl_grad": [75 * mib, 75 * mib], "inference": [25 * mib, 25 * mib]},
-              "seq_len": 9, "hidden": 384, "client_dim": 1000}]
-    out = memory_summary(procs, batch_size=128, P=2, repeats=2)
-    assert out["processes"] == 2 and out["peak_mib"]["hosfl"] == [31.0, 40.0]
+              "batch_size": 128, "seq_len": 9, "hidden": 384, "client_dim": 1000, "P": 2}]
+    out = memory_summary(procs)
+    assert (out["processes"], out["repeats"], out["P"], out["batch_size"]) == (2, 2, 2, 128)
+    assert out["peak_mib"]["hosfl"] == [31.0, 40.0]
     assert out["ratio"]["hosfl_over_sfl_fo"] == pytest.approx([0.5, 0.8])
     assert out["ratio"]["hosfl_grad_over_sfl_fo"] == pytest.approx([90 / 62, 1.5])
     assert out["ratio"]["hosfl_over_inference"] == pytest.approx([31 / 21, 1.6])
@@ -186,11 +189,12 @@ def test_memory_summary_takes_per_process_means_and_ratios():
     assert out["within_process_range_mib"] == {"hosfl": 2.0, "sfl_fo": 0.0, "hosfl_grad": 0.0, "inference": 2.0}
     assert out["cut_activation_mib"] == pytest.approx(128 * 9 * 384 * 4 / mib)
     with pytest.raises(ValueError, match="at least one process"):
-        memory_summary([], batch_size=1, P=1, repeats=1)
+        memory_summary([])
 
 
 def test_memory_probe_runs_in_a_fresh_process_and_measures_every_method(minilm):
-    """The probe of minilm_split in a spawned process: every method measured, SFL's backward above inference."""
+    """The probe of minilm_split in another (spawned) process: every method measured, SFL's backward above
+    inference, the probe's batch and P reported."""
     probe = {"task": {"n_train": 16, "n_test": 4, "max_length": 16}, "split": {"client_layers": 1, "server_layers": 1},
              "task_seed": 3, "batch_size": 16, "server_seed": 4, "step_seeds": [5, 6], "mu": 1e-3, "lr": 1e-3,
              "repeats": 2}
@@ -198,6 +202,7 @@ def test_memory_probe_runs_in_a_fresh_process_and_measures_every_method(minilm):
     assert set(out["peak_bytes"]) == {"hosfl", "sfl_fo", "hosfl_grad", "inference"}
     assert all(len(v) == 2 for v in out["peak_bytes"].values())
     assert out["client_dim"] == 1774464 and out["hidden"] == 384
+    assert out["pid"] != os.getpid() and (out["batch_size"], out["P"]) == (16, 2)
     assert min(out["peak_bytes"]["sfl_fo"]) > max(out["peak_bytes"]["inference"])
 
 
