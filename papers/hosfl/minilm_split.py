@@ -425,9 +425,9 @@ def minilm_memory_probe(probe: dict) -> dict:
 
 def measure_memory_in_fresh_process(probe: dict) -> dict:
     """:func:`minilm_memory_probe` run in a newly spawned Python process (``multiprocessing`` "spawn" context, one
-    process per call), so that separate calls are independent runs: within one process the forked repeats agree to
-    about 0.1 MiB, while separate processes were seen to differ by up to about a quarter (cause not found; fixing the
-    address-space layout or the hash seed did not remove it in trial runs)."""
+    process per call), so that separate calls are independent runs: the growth was seen to vary between processes
+    by far more than between forked repeats of one process (cause not found; fixing the address-space layout or
+    the hash seed did not remove it in trial runs)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
