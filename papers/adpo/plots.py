@@ -145,7 +145,8 @@ def _llm_summary(results) -> str:
     met_path = results / "llm" / "metrics.json"
     met = read_metrics(met_path) if met_path.exists() else {"run": False}
     if not met.get("run"):
-        return "\nSmolLM2-135M-Instruct + LoRA arm: not run at this scale (full scale only).\n"
+        return ("\nSmolLM2-135M-Instruct + LoRA arm: not run at this scale (configured at full scale only, and left out "
+                "there when no GPU is lent: `not_run` in claims.yaml).\n")
     rows = []
     for task, v in met.items():
         if not (isinstance(v, dict) and "methods" in v):

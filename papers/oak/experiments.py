@@ -461,6 +461,12 @@ def bound(params: dict, ctx: RunContext):
 
 
 # ------------------------------------------------------------------------------------------- minilm
+def _jacobian_max_bytes(params: dict) -> int:
+    """The cap on one float64 per-example Jacobian (n * p * 8 bytes): ``params['jacobian_max_gib']`` GiB, 4 by
+    default. Full scale's MiniLM top (n = 512 words, p = 1.18M) needs 4.5 GiB and raises it."""
+    return int(float(params.get("jacobian_max_gib", 4)) * 2 ** 30)
+
+
 def minilm(params: dict, ctx: RunContext):
     """MiniLM testbed: the last FFN block + head fine-tuned on VADER words (sentiment vs parity)."""
     torch = _torch()
@@ -476,6 +482,7 @@ def minilm(params: dict, ctx: RunContext):
     tokenizer, encoder = load_encoder(params["encoder"], seed=ctx.seed)
     ctx.record(load_s=round(time.perf_counter() - t0, 2), device=device)
     n_tr, n_te = int(params["n_train"]), int(params["n_test"])
+    jac = dict(chunk_size=int(params["chunk_size"]), max_bytes=_jacobian_max_bytes(params))
     rows, runs, by_group, mb_by_group = [], {}, {}, {}
     lo_group = f"sentiment_{_lr_key(min(map(float, params['lrs']['sentiment'])))}"
     task_lo = {task: min(map(float, params["lrs"][task])) for task in params["tasks"]}
@@ -496,7 +503,7 @@ def minilm(params: dict, ctx: RunContext):
             recon_err = max(recon_err, float((z - hidden).abs()[mask.bool()].max()))
         a_flat, seg = pack_tokens(a, mask)
         a64, mask64 = a.double().to(device), mask.double().to(device)
-        J = per_example_jacobian(proto, (a.numpy(), mask.numpy()), chunk_size=int(params["chunk_size"]))
+        J = per_example_jacobian(proto, (a.numpy(), mask.numpy()), **jac)
         J_tr, J_te = J[:n_tr], J[n_tr:]
         with torch.no_grad():
             p64 = MiniLMTop(encoder, seed=int(seed)).double().to(device)
@@ -524,7 +531,7 @@ def minilm(params: dict, ctx: RunContext):
                 run = finetune(net, lambda m: m.forward_flat(a_tr_flat, seg_tr, n_tr), eval64, y[:n_tr], lr, T_max,
                                ck, T0, drift_T=drift_T,
                                drift_kernel=lambda m: _gram(per_example_jacobian(m, (a[:n_tr].numpy(), mask[:n_tr].numpy()),
-                                                                        chunk_size=int(params["chunk_size"]))))
+                                                                        **jac)))
                 group = f"{task}_{_lr_key(lr)}"
                 controls = None
                 if group == lo_group:  # negative controls of the claims on this group (see compare)

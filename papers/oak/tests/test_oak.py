@@ -170,6 +170,21 @@ def test_jacobian_bad_inputs():
         per_example_jacobian(_Lin(), x, max_bytes=100)
 
 
+def test_minilm_jacobian_cap_from_params():
+    """The MiniLM experiment's Jacobian cap: 4 GiB by default, ``jacobian_max_gib`` GiB when set; full scale's
+    setting holds the Jacobian of n = 512 words over the top's p = 1,182,721 parameters."""
+    import yaml
+
+    from papers.oak.experiments import _jacobian_max_bytes
+    from shared.config import REPO_ROOT
+    assert _jacobian_max_bytes({}) == 4 * 2 ** 30
+    assert _jacobian_max_bytes({"jacobian_max_gib": 0.5}) == 2 ** 29
+    with open(REPO_ROOT / "papers" / "oak" / "config.yaml") as fh:
+        full = yaml.safe_load(fh)["full"]["experiments"]["minilm"]["params"]
+    n = full["n_train"] + full["n_test"]
+    assert n * 1_182_721 * 8 <= _jacobian_max_bytes(full)  # the top's parameter count (README)
+
+
 def test_kernel_bad_inputs():
     J = np.ones((2, 3))
     for kw, match in [(dict(J1=np.ones(3)), "J1"), (dict(J2=np.ones(3)), "J2"), (dict(J2=np.ones((2, 4))), "columns"),
