@@ -19,8 +19,9 @@ from the claim runs' prompts):
    trained for the configured steps at every lr of ``LRS``; the lr with the best held-out exact match at the
    last step is used for every method (a choice made on the baseline, so it cannot favour ADPO).
 
-The result (every grid point and the choices) is written to ``<out>/calibration.json``; the committed copy is
-``papers/adpo/calibration.json``. Not part of the workflow (the config records the choices).
+The result (every grid point and the choices) is written to ``<out>/calibration.json``; the committed copies are
+``papers/adpo/calibration.json`` (quick: 30 steps) and ``papers/adpo/calibration_full.json`` (``--scale full``:
+600 steps, the lr of the full block). Not part of the workflow (the config records the choices).
 """
 from __future__ import annotations
 
