@@ -173,3 +173,19 @@ def test_sft_seeds_and_target():
     _, log = train_sft(arch, "sort", steps=10, batch=4, lr=1e-3, seed=0, val_prompts=[P1, P2], target_em=0.0,
                        eval_every=2)
     assert log.steps == 2 and log.stopped == "target"
+
+
+@pytest.mark.parametrize("scale, record", [("quick", "calibration.json"), ("full", "calibration_full.json")])
+def test_config_uses_the_committed_calibration(scale, record):
+    """The preference lr and the SFT target of a scale are the ones its committed calibration chose
+    (calibrate.py), for the same number of steps, not numbers typed by hand."""
+    import json
+
+    from shared.config import REPO_ROOT, load_paper_config
+    config = load_paper_config(REPO_ROOT / "papers" / "adpo" / "config.yaml")
+    cal = json.loads((REPO_ROOT / "papers" / "adpo" / record).read_text())
+    experiments = config[scale]["experiments"]
+    assert cal["scale"] == scale
+    assert experiments["train"]["params"]["lr"] == cal["chosen_lr"]
+    assert experiments["sft"]["params"]["target_em"] == cal["chosen_target_em"]
+    assert cal["rule_lr"].endswith(f"after {experiments['train']['params']['steps']} steps")
