@@ -252,6 +252,7 @@ def make_figures(results_dir, out_dir, scale: str) -> None:
         _discrepancy(results, out)
         _cumulative(results, out)
         _error_terms(results, out)
+    if (results / "minilm" / "metrics.json").exists():
         _scatter(results, out)
     if (results / "bound" / "metrics.json").exists():
         _bound(results, out)
