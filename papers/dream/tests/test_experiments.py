@@ -100,4 +100,3 @@ def test_qp_timing_records_a_library_solver_that_returns_no_solution(tmp_path, m
     assert met["max_weight_diff"]["2x30"]["cvxpy_osqp"] is None
     assert met["max_weight_diff_all"] <= 1e-6            # Clarabel (and quadprog) still agree with ours
     assert _weight_diff(None) == "no solution" and _weight_diff(1.5e-9) == "1.50e-09"
-
