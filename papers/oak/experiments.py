@@ -279,6 +279,16 @@ def _ratio(a: float, b: float) -> float:
     return float(min(a / b, CLIP)) if b > 0 else (0.0 if a == 0 else CLIP)
 
 
+def _finite_terms(terms: dict) -> tuple:
+    """The error terms of one cell and checkpoint with every value that overflowed (inf / NaN, from a kernel
+    prediction whose linear dynamics diverge at a large lr) or exceeds ``CLIP`` set to ``CLIP``, and whether
+    the cell diverged (its error ``err`` was not finite or above ``CLIP``). A diverged cell is a real failure
+    of the bound (the kernel's closed-loop dynamics are unstable at that lr): its ratios read ``CLIP``."""
+    err = terms["err"]
+    diverged = not (np.isfinite(err) and err <= CLIP)
+    return {k: _clip(v) for k, v in terms.items()}, diverged
+
+
 class _PathDrift:
     """``finetune`` step hook: the path v-drift lr sum_{s <= t} ||J (P_s - P) m_hat_s|| at the checkpoints, for fixed
     estimates ``preconds`` (name -> P) and for "e1", the warm-up estimate P_T0 (the first T0 steps are buffered
@@ -321,6 +331,9 @@ def bound(params: dict, ctx: RunContext):
     from the tangent model's own residuals (:func:`papers.oak.dynamics.linearised_adam`); it is compared with the
     eNTK with an oracle lr (which reads the run) and with the eNTK whose scalar lr is matched to E2's kernel at
     theta_0 (equal information: theta_0 only).
+
+    A kernel prediction whose linear dynamics diverge (E2 at the largest lr) overflows; its terms are clipped to
+    ``CLIP`` (:func:`_finite_terms`) and counted in ``bound.n_diverged`` (per estimator, out of ``bound.n_cells``).
     """
     import copy
 
@@ -346,7 +359,7 @@ def bound(params: dict, ctx: RunContext):
                           epochs=int(params["pretrain_epochs"]))
     n_tr, n_te = int(params["n_train"]), int(params["n_test"])
     eps = 1e-8
-    rows, cells = [], {}
+    rows, cells, n_diverged = [], {}, {"e1": 0, "e2": 0}
     for seed in ctx.progress(seeds, total=len(seeds), what="seeds"):
         idx = D.sample_words(len(y_pool), n_tr, n_te, ctx.generator("subset", str(seed)))
         imgs, labels = x_pool[idx], np.where(y_pool[idx] % 2 == 0, 1.0, -1.0)
@@ -400,8 +413,12 @@ def bound(params: dict, ctx: RunContext):
                     Jd = J_te @ delta
                     quad = quadratic_form_rows(proto64, x64[n_tr:].numpy(), delta)
                     for key, P in (("e1", P1), ("e2", P2)):
-                        tm = error_terms(f_ft, preds["oak_" + key][i], f0_te, Jd, J_te @ (P * run["M"][t]), lr, quad)
+                        with np.errstate(over="ignore", invalid="ignore"):
+                            tm = error_terms(f_ft, preds["oak_" + key][i], f0_te, Jd, J_te @ (P * run["M"][t]),
+                                             lr, quad)
                         tm["drift_path"] = hook.path[key][t] / den
+                        tm, diverged = _finite_terms(tm)
+                        n_diverged[key] += int(diverged)
                         cell["terms"][key].append(tm)
                         for name, val in tm.items():
                             rows.append({"method": "oak_" + key, "seed": seed, "step": t, "metric": f"bound_{name}",
@@ -456,6 +473,8 @@ def bound(params: dict, ctx: RunContext):
     metrics = {"bound": {"checkpoints": ck, "bound_T": bound_T, "compare_T": cmp_T, "p": int(J.shape[1]),
                          "per_seed": per_seed, "terms": term_med, "relerr": relerr_med,
                          "taylor_rel_err_median": float(np.median(taylor)),
+                         # (seed, alpha, lr, checkpoint) cells whose kernel prediction overflowed (ratios clipped)
+                         "n_diverged": n_diverged, "n_cells": len(cells) * len(ck),
                          "mean": {k: float(np.mean(v)) for k, v in per_seed.items()}}}
     return rows, metrics
 

@@ -804,3 +804,17 @@ def test_nearest_checkpoint_equal_movement():
     assert _nearest_checkpoint([1, 5, 10, 25, 50, 100], 100 * 1e-4 / 1e-3) == 10
     assert _nearest_checkpoint([1, 5, 10, 25, 50, 100, 250, 500, 1000], 1000 * 1e-5 / 1e-3) == 10
     assert _nearest_checkpoint([1, 5], 0.5) == 1
+
+
+def test_finite_terms_clips_overflow_and_flags_divergence():
+    """An overflowed kernel prediction (inf error, NaN remainder) reads CLIP in every term and counts as
+    diverged; a finite cell is unchanged and not counted."""
+    from papers.oak.experiments import _finite_terms
+    from papers.oak.testbed import CLIP
+
+    terms, diverged = _finite_terms({"err": np.inf, "drift": 0.5, "rem": np.nan, "rem2": 2 * CLIP, "fb": 0.1})
+    assert diverged
+    assert terms == {"err": CLIP, "drift": 0.5, "rem": CLIP, "rem2": CLIP, "fb": 0.1}
+    terms, diverged = _finite_terms({"err": 0.3, "drift": 0.2, "rem": 0.1})
+    assert not diverged and terms == {"err": 0.3, "drift": 0.2, "rem": 0.1}
+    assert _finite_terms({"err": np.nan})[1]
