@@ -282,11 +282,19 @@ def _ratio(a: float, b: float) -> float:
 def _finite_terms(terms: dict) -> tuple:
     """The error terms of one cell and checkpoint with every value that overflowed (inf / NaN, from a kernel
     prediction whose linear dynamics diverge at a large lr) or exceeds ``CLIP`` set to ``CLIP``, and whether
-    the cell diverged (its error ``err`` was not finite or above ``CLIP``). A diverged cell is a real failure
-    of the bound (the kernel's closed-loop dynamics are unstable at that lr): its ratios read ``CLIP``."""
+    the cell diverged (its error ``err`` was not finite or above ``CLIP``)."""
     err = terms["err"]
     diverged = not (np.isfinite(err) and err <= CLIP)
     return {k: _clip(v) for k, v in terms.items()}, diverged
+
+
+def _cell_ratio(terms: dict, den: tuple) -> float:
+    """err / (sum of the terms named in ``den``) for one cell and checkpoint; ``CLIP`` for a diverged cell
+    (``terms['diverged']``), whose clipped terms would give a meaningless ratio (CLIP / CLIP when a denominator
+    term overflowed too): a diverged kernel prediction counts against every bound, never for it."""
+    if terms.get("diverged"):
+        return CLIP
+    return _ratio(terms["err"], sum(terms[d] for d in den))
 
 
 class _PathDrift:
@@ -333,7 +341,8 @@ def bound(params: dict, ctx: RunContext):
     theta_0 (equal information: theta_0 only).
 
     A kernel prediction whose linear dynamics diverge (E2 at the largest lr) overflows; its terms are clipped to
-    ``CLIP`` (:func:`_finite_terms`) and counted in ``bound.n_diverged`` (per estimator, out of ``bound.n_cells``).
+    ``CLIP`` (:func:`_finite_terms`), its ratios read ``CLIP`` (:func:`_cell_ratio`), and it is counted in
+    ``bound.n_diverged`` (per estimator, out of ``bound.n_cells``).
     """
     import copy
 
@@ -418,6 +427,7 @@ def bound(params: dict, ctx: RunContext):
                                              lr, quad)
                         tm["drift_path"] = hook.path[key][t] / den
                         tm, diverged = _finite_terms(tm)
+                        tm["diverged"] = float(diverged)
                         n_diverged[key] += int(diverged)
                         cell["terms"][key].append(tm)
                         for name, val in tm.items():
@@ -436,20 +446,12 @@ def bound(params: dict, ctx: RunContext):
         return max(f(cells[(seed, a, lr)]["terms"][key][i]) for a in alphas for lr in lrs for i in bi)
 
     per_seed, term_med = {}, {}
+    ratios = {"path_bound_ratio": ("drift_path", "rem2"), "path_no_remainder": ("drift_path",),
+              "bound_ratio": ("drift", "rem2"), "bound_ratio_exact_rem": ("drift", "rem"), "no_remainder": ("drift",),
+              "no_drift": ("rem2",), "full_ratio": ("drift", "rem", "fb")}
     for key in ("e1", "e2"):
-        per_seed[f"path_bound_ratio_{key}"] = [
-            grid_max(s, key, lambda tm: _ratio(tm["err"], tm["drift_path"] + tm["rem2"])) for s in seeds]
-        per_seed[f"path_no_remainder_{key}"] = [grid_max(s, key, lambda tm: _ratio(tm["err"], tm["drift_path"]))
-                                                for s in seeds]
-        per_seed[f"bound_ratio_{key}"] = [grid_max(s, key, lambda tm: _ratio(tm["err"], tm["drift"] + tm["rem2"]))
-                                          for s in seeds]
-        per_seed[f"bound_ratio_exact_rem_{key}"] = [
-            grid_max(s, key, lambda tm: _ratio(tm["err"], tm["drift"] + tm["rem"])) for s in seeds]
-        per_seed[f"no_remainder_{key}"] = [grid_max(s, key, lambda tm: _ratio(tm["err"], tm["drift"]))
-                                           for s in seeds]
-        per_seed[f"no_drift_{key}"] = [grid_max(s, key, lambda tm: _ratio(tm["err"], tm["rem2"])) for s in seeds]
-        per_seed[f"full_ratio_{key}"] = [
-            grid_max(s, key, lambda tm: _ratio(tm["err"], tm["drift"] + tm["rem"] + tm["fb"])) for s in seeds]
+        for name, den in ratios.items():
+            per_seed[f"{name}_{key}"] = [grid_max(s, key, lambda tm, den=den: _cell_ratio(tm, den)) for s in seeds]
         term_med[key] = {f"a{int(a)}_{_lr_key(lr)}": {
             name: {f"T{t}": float(np.median([cells[(s, a, lr)]["terms"][key][i][name] for s in seeds]))
                    for i, t in enumerate(ck)} for name in ("err", "drift", "drift_path", "rem", "rem2", "fb")}

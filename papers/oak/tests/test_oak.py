@@ -818,3 +818,16 @@ def test_finite_terms_clips_overflow_and_flags_divergence():
     terms, diverged = _finite_terms({"err": 0.3, "drift": 0.2, "rem": 0.1})
     assert not diverged and terms == {"err": 0.3, "drift": 0.2, "rem": 0.1}
     assert _finite_terms({"err": np.nan})[1]
+
+
+def test_cell_ratio_counts_a_diverged_cell_against_the_bound():
+    """err / (sum of the named terms) for a finite cell; CLIP for a diverged one, even when its clipped terms
+    would give CLIP / CLIP = 1 (a denominator term overflowed too)."""
+    from papers.oak.experiments import _cell_ratio
+    from papers.oak.testbed import CLIP
+
+    finite = {"err": 0.3, "drift": 0.2, "rem2": 0.4, "diverged": 0.0}
+    assert _cell_ratio(finite, ("drift", "rem2")) == pytest.approx(0.5)
+    assert _cell_ratio(finite, ("drift",)) == pytest.approx(1.5)
+    diverged = {"err": CLIP, "drift": CLIP, "rem2": 0.4, "diverged": 1.0}
+    assert _cell_ratio(diverged, ("drift", "rem2")) == CLIP
