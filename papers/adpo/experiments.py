@@ -8,6 +8,8 @@ with held-out evaluation at the configured steps), ``perf`` (TRL's DPOTrainer ag
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from pathlib import Path
 
@@ -16,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from shared.experiment import RunContext, main
-from shared.results import atomic_path, mean_and_se
+from shared.results import atomic_path, atomic_write_text, mean_and_se
 from shared.device import resolve_device
 from shared.seeding import seed_sequence, seed_torch
 
@@ -27,7 +29,7 @@ from papers.adpo.train import (build_model, encode_pairs, exact_match, greedy_re
                                train_preference, train_sft)
 
 __all__ = ["EXPERIMENTS", "identities", "sft", "train", "perf", "llm", "load_sft", "sft_seed_value",
-           "build_pairs", "response_length"]
+           "build_pairs", "response_length", "RunCache", "code_digest"]
 
 
 # ---------------------------------------------------------------------------------------------- identities
@@ -244,6 +246,76 @@ def _data(params, task, seed, ref, sft_seed):
             {"train": stats, "eval": eval_stats})
 
 
+# --------------------------------------------------------------------------------- resumable train runs
+_CACHED_LOG_KEYS = ("loss", "grad_share", "evals", "init_err", "wall_s", "jensen_violations", "jensen_checked")
+
+
+def code_digest() -> str:
+    """SHA-256 over the source of every module of this package (``papers/adpo/*.py``, sorted by name): a cached
+    run is reused only by the code that computed it."""
+    h = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+class RunCache:
+    """One JSON file per finished unit of the ``train`` experiment under ``params['resume_dir']``, so that a run
+    of several CPU-hours that is stopped (a session ends, a job is killed) continues where it stopped instead of
+    from the start. A unit is one preference run (task, SFT seed, method, seed) or the reference evaluation and
+    pair counts of one (task, SFT seed). Each file records a key: the SHA-256 of the experiment's parameters
+    (without ``resume_dir``), the unit and :func:`code_digest`; a file whose key differs is recomputed and
+    overwritten, never reused. Every run is seeded by its own seed (``train_preference``) and its data by the
+    task and SFT seed, so a resumed run gives the same metrics as an uninterrupted one. Without ``resume_dir``
+    (smoke, quick) nothing is cached."""
+
+    def __init__(self, params: dict):
+        root = params.get("resume_dir")
+        self.root = Path(root) if root else None
+        base = {k: v for k, v in params.items() if k != "resume_dir"}
+        self._base = json.dumps(base, sort_keys=True, default=str) + code_digest() if self.root else ""
+        self.reused = 0
+
+    def _key(self, unit: dict) -> str:
+        return hashlib.sha256((self._base + json.dumps(unit, sort_keys=True)).encode()).hexdigest()
+
+    def _path(self, unit: dict) -> Path:
+        return self.root / ("_".join(f"{v}" for v in unit.values()) + ".json")
+
+    def _load(self, unit: dict):
+        if self.root is None or not self._path(unit).is_file():
+            return None
+        doc = json.loads(self._path(unit).read_text(encoding="utf-8"))
+        return doc["value"] if doc.get("key") == self._key(unit) else None
+
+    def has(self, unit: dict) -> bool:
+        """Whether ``unit`` is cached under the current key."""
+        return self._load(unit) is not None
+
+    def get(self, unit: dict):
+        """The cached value of ``unit``, or None (no cache, no file, or a file with another key)."""
+        value = self._load(unit)
+        self.reused += value is not None
+        return value
+
+    def put(self, unit: dict, value) -> None:
+        """Store ``value`` (JSON-serialisable) for ``unit``, atomically."""
+        if self.root is not None:
+            # key order kept: the rows of a reused run come out in the order of a computed one
+            atomic_write_text(self._path(unit), json.dumps({"key": self._key(unit), "unit": unit, "value": value}))
+
+
+def _cacheable_log(log: dict) -> dict:
+    """The parts of a ``train_preference`` log that :func:`_train_task` reads (eval steps as strings in JSON)."""
+    out = {k: log[k] for k in _CACHED_LOG_KEYS}
+    out["evals"] = {str(step): ev for step, ev in log["evals"].items()}
+    return out
+
+
+def _restored_log(doc: dict) -> dict:
+    return {**doc, "evals": {int(step): ev for step, ev in doc["evals"].items()}}
+
+
 def _train_task(params, ctx, task, rows, timing):
     """Every method, SFT seed and preference seed of one task. Per method: final metrics per run and per SFT
     seed (mean over the preference seeds); the reference per SFT seed."""
@@ -254,28 +326,41 @@ def _train_task(params, ctx, task, rows, timing):
     runs = {name: {"exact_match": [], "pref_acc": [], "kl": [], "init_err": [], "share": [], "wall": []}
             for name in methods}
     references, pair_stats, jensen_v, jensen_n = [], {}, 0, 0
+    cache = RunCache(params)
     for s in sft_seeds:
-        ref = load_sft(params, task, ctx.seed, s).to(device)
-        data, prompts, eval_data, stats = _data(params, task, ctx.seed, ref, s)
+        ref_unit = {"task": task, "sft_seed": s, "unit": "reference"}
+        run_unit = lambda name, seed: {"task": task, "sft_seed": s, "method": name, "seed": seed}  # noqa: E731
+        if cache.has(ref_unit) and all(cache.has(run_unit(n, sd)) for n in methods for sd in seeds):
+            cached_ref = cache.get(ref_unit)   # every run of this SFT seed is cached: no sampling, no model
+            reference, stats, data = cached_ref["reference"], cached_ref["stats"], None
+        else:
+            ref = load_sft(params, task, ctx.seed, s).to(device)
+            data, prompts, eval_data, stats = _data(params, task, ctx.seed, ref, s)
+            resp_len = response_length(task, prompts[0])
+            ref_greedy = greedy_responses(ref, prompts, resp_len)
+
+            def eval_fn(model):
+                return {"exact_match": exact_match(task, prompts, greedy_responses(model, prompts, resp_len)),
+                        "pref_acc": preference_accuracy(model, eval_data),
+                        "kl": kl_per_token(model, ref, prompts, ref_greedy)}
+
+            reference = eval_fn(ref)   # step 0 of every run: evaluated once per SFT seed
+            cache.put(ref_unit, {"reference": reference, "stats": stats})
         pair_stats[str(s)] = stats
-        resp_len = response_length(task, prompts[0])
-        ref_greedy = greedy_responses(ref, prompts, resp_len)
-
-        def eval_fn(model):
-            return {"exact_match": exact_match(task, prompts, greedy_responses(model, prompts, resp_len)),
-                    "pref_acc": preference_accuracy(model, eval_data),
-                    "kl": kl_per_token(model, ref, prompts, ref_greedy)}
-
-        reference = eval_fn(ref)   # step 0 of every run: evaluated once per SFT seed
         references.append(reference)
         ctx.log(f"{task} SFT seed {s}: reference EM {reference['exact_match']:.3f}, pairs {stats['train']}")
         for name, mdict in ctx.progress(methods.items(), total=len(methods), what=f"{task} sft{s}: methods"):
             spec = method_spec(mdict)
             for seed in seeds:
-                _, log = train_preference(ref, spec, data, steps=steps, batch=int(params["batch"]),
-                                          lr=float(params["lr"]), beta=beta, seed=seed,
-                                          eval_steps=[e for e in eval_steps if e > 0], eval_fn=eval_fn,
-                                          jensen=spec.loss == "adpo")
+                cached = cache.get(run_unit(name, seed))
+                if cached is not None:
+                    log = _restored_log(cached)
+                else:
+                    _, log = train_preference(ref, spec, data, steps=steps, batch=int(params["batch"]),
+                                              lr=float(params["lr"]), beta=beta, seed=seed,
+                                              eval_steps=[e for e in eval_steps if e > 0], eval_fn=eval_fn,
+                                              jensen=spec.loss == "adpo")
+                    cache.put(run_unit(name, seed), _cacheable_log(log))
                 log["evals"] = {**({0: reference} if 0 in eval_steps else {}), **log["evals"]}
                 extra = {"task": task, "sft_seed": s}
                 for i, (loss, share) in enumerate(zip(log["loss"], log["grad_share"])):
@@ -312,6 +397,8 @@ def _train_task(params, ctx, task, rows, timing):
         ref_out[k] = float(np.mean(per_sft))
         ref_out.setdefault("per_sft_seed", {})[k] = per_sft
     ref_out["exact_match_se"] = mean_and_se(ref_out["per_sft_seed"]["exact_match"])[1]
+    if cache.reused:
+        ctx.log(f"{task}: {cache.reused} unit(s) reused from {cache.root}")
     return {"reference": ref_out, "methods": out, "pairs": pair_stats, "jensen_violations": jensen_v,
             "jensen_pairs": jensen_n}
 
@@ -337,7 +424,8 @@ def train(params: dict, ctx: RunContext):
     (``params['pairs']``: "offline" or "on_policy", see :func:`build_pairs`).
 
     ``params['device']`` (default "cpu"; "auto" picks CUDA when available) is where the policy and the reference
-    run; losses and metrics are computed on the CPU.
+    run; losses and metrics are computed on the CPU. ``params['resume_dir']`` (optional; full scale) keeps every
+    finished run there (:class:`RunCache`), so that a stopped run resumes.
     Metrics per task: ``<task>.methods.<m>.{exact_match, pref_acc, kl}.{mean, se, per_sft_seed, per_run}`` (mean
     and se over SFT seeds of the per-SFT-seed means over preference seeds), ``<task>.methods.<m>.init_err_max``,
     ``<task>.methods.<m>.final_grad_share``, ``<task>.reference`` (mean and ``per_sft_seed``), ``<task>.pairs``
