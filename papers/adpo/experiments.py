@@ -29,7 +29,7 @@ from papers.adpo.train import (build_model, encode_pairs, exact_match, greedy_re
                                train_preference, train_sft)
 
 __all__ = ["EXPERIMENTS", "identities", "sft", "train", "perf", "llm", "load_sft", "sft_seed_value",
-           "build_pairs", "response_length", "RunCache", "code_digest"]
+           "build_pairs", "response_length", "RunCache", "code_digest", "sft_weights_digest"]
 
 
 # ---------------------------------------------------------------------------------------------- identities
@@ -259,12 +259,24 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
+def sft_weights_digest(params: dict, task: str, sft_seed: int) -> str:
+    """SHA-256 over the tensors (names, dtypes, shapes and bytes, sorted by name) of a saved SFT reference."""
+    path = Path(params["sft_dir"]) / f"model_{task}_sft{int(sft_seed)}.pt"
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    h = hashlib.sha256()
+    for name in sorted(state):
+        t = state[name].detach().contiguous()
+        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode() + t.numpy().tobytes())
+    return h.hexdigest()
+
+
 class RunCache:
     """One JSON file per finished unit of the ``train`` experiment under ``params['resume_dir']``, so that a run
     of several CPU-hours that is stopped (a session ends, a job is killed) continues where it stopped instead of
     from the start. A unit is one preference run (task, SFT seed, method, seed) or the reference evaluation and
     pair counts of one (task, SFT seed). Each file records a key: the SHA-256 of the experiment's parameters
-    (without ``resume_dir``), the unit and :func:`code_digest`; a file whose key differs is recomputed and
+    (without ``resume_dir``), the unit (with the digest of its SFT reference's weights, :func:`sft_weights_digest`)
+    and :func:`code_digest`; a file whose key differs is recomputed and
     overwritten, never reused. Every run is seeded by its own seed (``train_preference``) and its data by the
     task and SFT seed, so a resumed run gives the same metrics as an uninterrupted one. Without ``resume_dir``
     (smoke, quick) nothing is cached."""
@@ -280,7 +292,7 @@ class RunCache:
         return hashlib.sha256((self._base + json.dumps(unit, sort_keys=True)).encode()).hexdigest()
 
     def _path(self, unit: dict) -> Path:
-        return self.root / ("_".join(f"{v}" for v in unit.values()) + ".json")
+        return self.root / ("_".join(f"{v}" for k, v in unit.items() if k != "weights") + ".json")
 
     def _load(self, unit: dict):
         if self.root is None or not self._path(unit).is_file():
@@ -328,8 +340,11 @@ def _train_task(params, ctx, task, rows, timing):
     references, pair_stats, jensen_v, jensen_n = [], {}, 0, 0
     cache = RunCache(params)
     for s in sft_seeds:
-        ref_unit = {"task": task, "sft_seed": s, "unit": "reference"}
-        run_unit = lambda name, seed: {"task": task, "sft_seed": s, "method": name, "seed": seed}  # noqa: E731
+        # a unit is reused only from the same SFT reference weights (their digest is part of its key)
+        weights = sft_weights_digest(params, task, s) if cache.root else None
+        ref_unit = {"task": task, "sft_seed": s, "unit": "reference", "weights": weights}
+        run_unit = lambda name, seed: {"task": task, "sft_seed": s, "method": name, "seed": seed,  # noqa: E731
+                                       "weights": weights}
         if cache.has(ref_unit) and all(cache.has(run_unit(n, sd)) for n in methods for sd in seeds):
             cached_ref = cache.get(ref_unit)   # every run of this SFT seed is cached: no sampling, no model
             reference, stats, data = cached_ref["reference"], cached_ref["stats"], None

@@ -60,3 +60,23 @@ def test_resumed_train_equals_uninterrupted(tmp_path):
                           (rows_cached, metrics_cached)):
         assert json.dumps(metrics, sort_keys=True) == json.dumps(metrics_plain, sort_keys=True)
         assert rows == rows_plain
+
+
+def test_cache_not_reused_from_other_reference_weights(tmp_path):
+    """A unit cached from one SFT reference is not reused once the reference's weights change."""
+    sft, train = _smoke_params(tmp_path)
+    sft["sft_seeds"] = train["sft_seeds"] = [0]
+    train["methods"] = {k: train["methods"][k] for k in ("dpo", "adpo_token")}
+    E.sft(sft, _ctx("sft", tmp_path / "sft"))
+    cached = {**train, "resume_dir": str(tmp_path / "runs")}
+    digest = E.sft_weights_digest(cached, "sort", 0)
+    assert digest == E.sft_weights_digest(cached, "sort", 0)
+    E.train(cached, _ctx("train", tmp_path / "first"))
+    assert len(list((tmp_path / "runs").glob("*.json"))) == 3   # the reference and two runs
+    sft["steps"] = 1                                      # another reference, same file names
+    E.sft(sft, _ctx("sft", tmp_path / "sft"))
+    assert E.sft_weights_digest(cached, "sort", 0) != digest
+    cache = E.RunCache(cached)
+    unit = {"task": "sort", "sft_seed": 0, "method": "dpo", "seed": 0, "weights": digest}
+    assert cache.has(unit)
+    assert not cache.has({**unit, "weights": E.sft_weights_digest(cached, "sort", 0)})
