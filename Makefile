@@ -12,7 +12,7 @@ export OPENBLAS_NUM_THREADS ?= 1
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: venv tools test reproduce smoke full audit report-index clean help
+.PHONY: venv tools test reproduce smoke full audit perf-check report-index clean help
 
 help:
 	@echo "make reproduce   set up .venv, run the quick scale of every enabled paper, then the audit gate"
@@ -22,6 +22,8 @@ help:
 	@echo "make audit       fail when a quick-scale verdict differs from claims.yaml 'expected' or the committed report,"
 	@echo "                 or a committed full-scale report does not render again from its committed metrics"
 	@echo "make smoke|full  run every paper at that scale"
+	@echo "make perf-check  rerun every paper's performance experiment at full scale and compare its headline ratios"
+	@echo "                 with the committed ones (reports/performance_reproducibility.md; PAPERS=a,b for some)"
 
 venv: $(STAMP)
 
@@ -63,6 +65,9 @@ full: $(STAMP)
 audit: $(STAMP)
 	$(PY) -m shared.claims.gate --scale quick
 	$(PY) -m shared.claims.gate --scale full
+
+perf-check: $(STAMP)
+	$(PY) -m shared.perfcheck --papers "$(PAPERS)"
 
 clean:
 	rm -rf results logs .snakemake
