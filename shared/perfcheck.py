@@ -8,9 +8,9 @@ compares each fresh ratio r_f with the committed one r_c (``results/full/<slug>/
 
     | r_f / r_c - 1 | <= tolerance        (tolerance = 0.3 in the manifest).
 
-Times depend on the machine and on what else runs on it, so every run records the hardware, the 1-minute load
-average before and after it, and whether the paper's code changed since the committed run (then the two ratios
-measure different code and the comparison says so).
+Times depend on the machine and on what else runs on it, so every run records the processor of the committed
+and of the fresh run, the 1-minute load average before and after the fresh run, and whether the paper's code
+changed since the committed run (then the two ratios measure different code and the comparison says so).
 
 Usage (writes ``reports/performance_reproducibility.{md,json}``; ``make perf-check``)::
 
@@ -144,7 +144,8 @@ def _committed_provenance(run_dir: Path) -> dict:
             prov = json.load(fh)
     except (OSError, json.JSONDecodeError):
         return {}
-    return {"commit": prov.get("commit"), "cpu_s": prov.get("cpu_s"), "wall_s": prov.get("wall_s")}
+    cpu = (prov.get("hardware") or {}).get("cpu") or prov.get("cpu")
+    return {"commit": prov.get("commit"), "cpu_s": prov.get("cpu_s"), "wall_s": prov.get("wall_s"), "cpu": cpu}
 
 
 def check_paper(slug: str, entry: dict, tolerance: float, *, root: Path = REPO_ROOT,
@@ -189,7 +190,8 @@ def render_markdown(result: dict) -> str:
     counted = [r for p in result["papers"] for r in p["ratios"] if r["reproducible"] is not None]
     lines += [f"**{sum(r['reproducible'] for r in counted)} of {len(counted)} ratios reproducible** "
               f"({sum(len(p['ratios']) for p in result['papers']) - len(counted)} not compared: no committed value "
-              f"or the run failed).", "",
+              f"or the run failed)." + (f" Not rerun yet: {', '.join(result['not_checked'])}."
+                                        if result.get("not_checked") else ""), "",
               "| paper | ratio | what | committed | fresh | fresh / committed | reproducible |", "|---|---|---|---|---|---|---|"]
     for p in result["papers"]:
         for r in p["ratios"]:
@@ -200,7 +202,8 @@ def render_markdown(result: dict) -> str:
               "Load average: the 1-minute load of the machine just before and after the fresh run (the committed run's "
               "load is not recorded; its wall time far above its CPU time shows a shared machine).", "",
               "| paper | experiment | committed at | committed run CPU / wall s | fresh run at | fresh run CPU / wall s "
-              "| load before / after | paper code changed since the committed run |", "|---|---|---|---|---|---|---|---|"]
+              "| load before / after | processor committed / fresh | paper code changed since the committed run |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for p in result["papers"]:
         c, r = p["committed_run"], p["run"]
         changed = "unknown" if p["code_changed_since"] is None else (", ".join(p["code_changed_since"]) or "no")
@@ -208,7 +211,7 @@ def render_markdown(result: dict) -> str:
         lines.append(f"| {p['slug']} | {p['experiment']} | `{(c.get('commit') or '?')[:12]}` | {_fmt(c.get('cpu_s'))} / "
                      f"{_fmt(c.get('wall_s'))} | `{(at.get('commit') or '?')[:12]}` {at.get('date', '')} | "
                      f"{_fmt(r['cpu_s'])} / {_fmt(r['wall_s'])} | {_fmt(r['load_before'])} / {_fmt(r['load_after'])} "
-                     f"| {changed} |")
+                     f"| {c.get('cpu') or '?'} / {at.get('cpu') or '?'} | {changed} |")
     failed = [p for p in result["papers"] if p["run"]["returncode"] != 0]
     for p in failed:
         lines += ["", f"Run of {p['slug']} / {p['experiment']} failed (return code {p['run']['returncode']}):", "```",
@@ -243,13 +246,15 @@ def main(argv=None) -> int:
     for slug in slugs:
         print(f"perfcheck: {slug} / {manifest['papers'][slug]['experiment']} ...", flush=True)
         papers.append({**check_paper(slug, manifest["papers"][slug], manifest["tolerance"], timeout_s=args.timeout),
-                       "checked_at": {"commit": commit, "date": time.strftime("%Y-%m-%d %H:%M")}})
+                       "checked_at": {"commit": commit, "date": time.strftime("%Y-%m-%d %H:%M"),
+                                      "cpu": hardware()["cpu"]}})
         print("  " + ", ".join(f"{r['name']}: {_fmt(r['committed'])} -> {_fmt(r['fresh'])}"
                                for r in papers[-1]["ratios"]), flush=True)
     order = list(manifest["papers"])
     result = {"tolerance": manifest["tolerance"], "commit": commit, "hardware": hardware(),
               "date": time.strftime("%Y-%m-%d"),
               "papers": sorted(kept + papers, key=lambda p: order.index(p["slug"]))}
+    result["not_checked"] = [s for s in order if s not in {p["slug"] for p in result["papers"]}]
     out.parent.mkdir(parents=True, exist_ok=True)
     _write_atomic(json_path, json.dumps(result, indent=1, sort_keys=True) + "\n")
     _write_atomic(out, render_markdown(result))
