@@ -159,7 +159,7 @@ def run_exact(params: dict, ctx: RunContext):
     res_f, ref_f, _, marg_f, _ = _lp_check(a_f, b_f, C_f, params["emd_itermax"])
     coarser = {"cells": res_f.partition.n_row_cells, "orbits": automorphism_orbits(G_f),
                "ot_reduced": res_f.cost, "ot_pot": ref_f, "abs_err": abs(res_f.cost - ref_f),
-               "marginal_err": marg_f}
+               "marginal_err": marg_f, "block_mean_value": float(C_f.mean())}   # a cell-mean reduction's value
     cname = next(k for k, v in info.items() if v["kind"] == "circle")
     metrics = {
         "lp": {"max_rel_err": max(lp_rel), "max_marginal_err": max(lp_marg), "max_lift_cost_err": max(lp_lift),

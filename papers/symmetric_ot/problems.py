@@ -243,15 +243,22 @@ def automorphism_orbits(G, fixing=None) -> int:
 
 
 def frucht_problem():
-    r"""A problem whose coarsest equitable partition is strictly coarser than its orbits: the Frucht graph
-    (12 vertices, 3-regular, trivial automorphism group), cost = adjacency matrix, uniform marginals. Every
-    row holds three ones in one cell, so colour refinement stops at one cell while the orbits are the 12
-    singletons; OT = 0 (the identity plan avoids every edge)."""
+    r"""A problem whose coarsest equitable partition is strictly coarser than its orbits, with a nonzero OT value:
+    the Frucht graph (12 vertices, 3-regular, trivial automorphism group), uniform marginals and the cost
+
+    .. math::
+        C_{ii} = 2, \qquad C_{ij} = 1 \ (ij \text{ an edge}), \qquad C_{ij} = 3 \ \text{otherwise}.
+
+    Every row holds one 2, three 1s and eight 3s, all in one cell, so colour refinement stops at one cell while
+    the orbits are the 12 singletons. OT = 1: the plan A / 36 (mass to the three neighbours) is feasible because
+    the graph is regular and costs 1, and no plan costs less since 1 is the smallest entry. The block minimum is
+    1, so the one-cell reduction is exact; the block mean (348 / 144) is not."""
     import networkx as nx
 
     G = nx.frucht_graph()
-    C = nx.to_numpy_array(G, nodelist=sorted(G.nodes), dtype=np.float64)
-    n = C.shape[0]
+    A = nx.to_numpy_array(G, nodelist=sorted(G.nodes), dtype=np.float64)
+    n = A.shape[0]
+    C = 3.0 * (1.0 - A - np.eye(n)) + A + 2.0 * np.eye(n)
     return np.full(n, 1.0 / n), np.full(n, 1.0 / n), C, G
 
 

@@ -6,8 +6,8 @@ import ot
 import pytest
 
 from papers.symmetric_ot.partition import Partition, equitable_partition, is_equitable, quantize
-from papers.symmetric_ot.problems import (circle_problem, circle_w1, d4_matrices, d4_point_clouds, graph_problem,
-                                          grid_images, random_problem)
+from papers.symmetric_ot.problems import (automorphism_orbits, circle_problem, circle_w1, d4_matrices, d4_point_clouds,
+                                          frucht_problem, graph_problem, grid_images, random_problem)
 from papers.symmetric_ot.reduce import block_reduce, reduced_emd, reduced_sinkhorn, symmetrize_marginals
 
 
@@ -132,6 +132,21 @@ def test_reduced_emd_matches_pot_and_lift_is_feasible():
     assert abs(np.sum(res.plan * C) - res.cost) <= 1e-12 * res.cost
     assert res.reduced_plan.shape == (5, 5)
     assert set(res.timings) >= {"refine", "aggregate", "solve", "lift"}
+
+
+def test_frucht_one_cell_against_twelve_orbits_with_ot_one():
+    """Frucht graph, cost 2 on the diagonal, 1 on edges, 3 elsewhere: one equitable cell, 12 singleton orbits,
+    OT = 1 (mass to the neighbours; 1 is the least entry), which the one-cell reduction returns exactly while a
+    cell-mean aggregation would give (12*2 + 36*1 + 96*3)/144."""
+    a, b, C, G = frucht_problem()
+    assert sorted(np.unique(C, return_counts=True)[1]) == [12, 36, 96]
+    assert automorphism_orbits(G) == 12
+    res = reduced_emd(a, b, C)
+    assert (res.partition.n_row_cells, res.partition.n_col_cells) == (1, 1)
+    assert res.cost == pytest.approx(1.0, abs=1e-12)
+    assert float(ot.emd2(a, b, C)) == pytest.approx(1.0, abs=1e-12)
+    assert np.allclose(res.plan.sum(axis=1), a) and np.allclose(res.plan.sum(axis=0), b)
+    assert float(C.mean()) == pytest.approx(348 / 144)
 
 
 def test_reduced_cost_is_block_minimum():
