@@ -53,10 +53,14 @@ def test_read_ratios_reports_missing_files_and_keys(tmp_path):
 
 
 def test_manifest_names_a_full_experiment_of_every_paper_and_its_committed_ratios_are_numbers():
+    """Every paper is in the manifest; where a full report is committed, its headline ratios are positive
+    numbers in the committed files (a renamed key or a missing timings file fails here)."""
     manifest = load_manifest()
     papers = sorted(p.name for p in (REPO_ROOT / "papers").iterdir() if (p / "config.yaml").is_file())
     assert sorted(manifest["papers"]) == papers
     for slug, entry in manifest["papers"].items():
+        if not (REPO_ROOT / "reports" / "full" / f"{slug}.md").is_file():
+            continue
         got = read_ratios(REPO_ROOT / "results" / "full" / slug / entry["experiment"], entry["ratios"])
         for name, value in got.items():
             assert isinstance(value, float) and math.isfinite(value) and value > 0, (slug, name, value)
