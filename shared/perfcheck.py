@@ -29,8 +29,9 @@ import time
 from pathlib import Path
 
 from shared.config import REPO_ROOT, ConfigError, load_paper_config, load_yaml, validate
+from shared.results import atomic_write_text, get_key
 
-__all__ = ["load_manifest", "lookup", "ratio_value", "read_ratios", "compare", "run_experiment", "check_paper",
+__all__ = ["load_manifest", "ratio_value", "read_ratios", "compare", "run_experiment", "check_paper",
            "render_markdown"]
 
 MANIFEST = REPO_ROOT / "config" / "performance.yaml"
@@ -52,16 +53,6 @@ def load_manifest(path: str | Path = MANIFEST, root: Path = REPO_ROOT) -> dict:
     return manifest
 
 
-def lookup(data, dotted: str):
-    """``data[k1][k2]...`` for ``dotted = "k1.k2..."``; KeyError naming the first missing part."""
-    node = data
-    for i, part in enumerate(dotted.split(".")):
-        if not isinstance(node, dict) or part not in node:
-            raise KeyError(f"key {dotted!r}: no {part!r} under {'.'.join(dotted.split('.')[:i]) or '<top level>'}")
-        node = node[part]
-    return node
-
-
 def _number(value, what: str) -> float:
     """A finite float from a number or the mean of a non-empty list of numbers; ValueError otherwise."""
     if isinstance(value, list):
@@ -75,9 +66,9 @@ def _number(value, what: str) -> float:
 
 def ratio_value(data: dict, spec: dict) -> float:
     """The ratio a manifest entry names: ``key`` (a list of samples is averaged), or ``key / denominator``."""
-    value = _number(lookup(data, spec["key"]), spec["key"])
+    value = _number(get_key(data, spec["key"]), spec["key"])
     if "denominator" in spec:
-        den = _number(lookup(data, spec["denominator"]), spec["denominator"])
+        den = _number(get_key(data, spec["denominator"]), spec["denominator"])
         if den == 0:
             raise ValueError(f"{spec['denominator']}: zero denominator")
         value /= den
@@ -219,12 +210,6 @@ def render_markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".part")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def main(argv=None) -> int:
     from shared.provenance import git_state, hardware
 
@@ -256,8 +241,8 @@ def main(argv=None) -> int:
               "papers": sorted(kept + papers, key=lambda p: order.index(p["slug"]))}
     result["not_checked"] = [s for s in order if s not in {p["slug"] for p in result["papers"]}]
     out.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomic(json_path, json.dumps(result, indent=1, sort_keys=True) + "\n")
-    _write_atomic(out, render_markdown(result))
+    atomic_write_text(json_path, json.dumps(result, indent=1, sort_keys=True) + "\n")
+    atomic_write_text(out, render_markdown(result))
     print(f"perfcheck: wrote {out} and {json_path}")
     return 0
 

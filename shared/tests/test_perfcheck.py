@@ -6,17 +6,8 @@ import pytest
 import yaml
 
 from shared.config import REPO_ROOT, ConfigError
-from shared.perfcheck import (MANIFEST, compare, load_manifest, lookup, ratio_value, read_ratios, render_markdown,
+from shared.perfcheck import (MANIFEST, compare, load_manifest, ratio_value, read_ratios, render_markdown,
                               run_experiment)
-
-
-def test_lookup_walks_dotted_keys_and_names_the_missing_part():
-    data = {"a": {"b": {"c": 3.0}}}
-    assert lookup(data, "a.b.c") == 3.0
-    with pytest.raises(KeyError, match="no 'x' under a.b"):
-        lookup(data, "a.b.x")
-    with pytest.raises(KeyError, match="under <top level>"):
-        lookup(data, "z")
 
 
 def test_ratio_value_scalar_list_mean_and_denominator():
@@ -48,7 +39,7 @@ def test_read_ratios_reports_missing_files_and_keys(tmp_path):
              {"name": "c", "file": "timings.json", "key": "speed.x"}]
     got = read_ratios(tmp_path, specs)
     assert got["a"] == 4.0
-    assert "no 'y' under speed" in got["b"]
+    assert "'speed.y' not found" in got["b"]
     assert got["c"] == "timings.json missing"
 
 
