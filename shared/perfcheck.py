@@ -35,7 +35,6 @@ __all__ = ["load_manifest", "ratio_value", "read_ratios", "compare", "run_experi
            "render_markdown"]
 
 MANIFEST = REPO_ROOT / "config" / "performance.yaml"
-_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def load_manifest(path: str | Path = MANIFEST, root: Path = REPO_ROOT) -> dict:
@@ -111,15 +110,14 @@ def _load_1min() -> float | None:
 
 def run_experiment(slug: str, experiment: str, out_dir: str | Path, *, timeout_s: float = 3600,
                    root: Path = REPO_ROOT) -> dict:
-    """Run ``papers.<slug>.experiments <experiment>`` at full scale into ``out_dir`` in a child process (one BLAS
-    thread, as the workflow runs it). Returns return code, wall and child CPU seconds, the load average before
+    """Run ``papers.<slug>.experiments <experiment>`` at full scale into ``out_dir`` in a child process (which pins its
+    BLAS threads to the experiment's ``threads`` resource, :func:`shared.experiment.run_experiment`). Returns return code, wall and child CPU seconds, the load average before
     and after, and the last lines of its output when it failed."""
     cmd = [sys.executable, "-m", f"papers.{slug}.experiments", experiment, "--config",
            f"papers/{slug}/config.yaml", "--scale", "full", "--out", str(out_dir)]
-    env = {**os.environ, **_THREAD_ENV}
     load_before, t0, c0 = _load_1min(), time.perf_counter(), os.times()
     try:
-        proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=timeout_s)
+        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout_s)
         rc, tail = proc.returncode, (proc.stdout + proc.stderr).strip().splitlines()[-5:]
     except subprocess.TimeoutExpired:
         rc, tail = None, [f"stopped after {timeout_s:.0f} s"]
