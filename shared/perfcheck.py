@@ -140,12 +140,12 @@ def _committed_provenance(run_dir: Path) -> dict:
 def check_paper(slug: str, entry: dict, tolerance: float, *, root: Path = REPO_ROOT,
                 timeout_s: float = 3600) -> dict:
     """Rerun one paper's performance experiment and compare every manifest ratio with the committed one."""
-    from shared.claims.freshness import changed_inputs
+    from shared.experiment_code import experiment_changes
 
     committed_dir = Path(root, "results", "full", slug, entry["experiment"])
     committed = read_ratios(committed_dir, entry["ratios"])
     prov = _committed_provenance(committed_dir)
-    changed = changed_inputs(slug, prov["commit"], root, metrics_only=True) if prov.get("commit") else None
+    changed = experiment_changes(slug, entry["experiment"], prov["commit"], root) if prov.get("commit") else None
     with tempfile.TemporaryDirectory(prefix=f"perfcheck_{slug}_") as tmp:
         run = run_experiment(slug, entry["experiment"], tmp, timeout_s=timeout_s, root=root)
         fresh = read_ratios(tmp, entry["ratios"]) if run["returncode"] == 0 else \

@@ -6,7 +6,7 @@
 3. every official claim of the paper is addressed or given a reason (``official_not_addressed``);
 4. a claim decided on samples has at least 5 of them at a judged scale, or says why not (``few_samples``);
 5. the report is fresh: rendered with no uncommitted change to the paper's inputs, and none of them (the paper
-   folder without tests, the shared modules it imports, the audit engine) changed since the commit it records;
+   folder without tests, the shared modules it imports, the report renderer) changed since the commit it records;
 6. when the report is tracked by git, the committed version is fresh in the same sense and its verdicts equal
    the regenerated ones (a stale committed report is a defect).
 
@@ -15,8 +15,9 @@ hand, so CI does not recompute them): the small ``metrics.json`` and ``provenanc
 ``results/full/`` are committed with the report, the gate renders the report again from them and fails when a
 verdict differs from the committed report or from ``expected``; a report older than the paper's code is
 printed as a warning (its header names the commit it was computed at), not a failure, and so is an experiment
-whose committed ``provenance.json`` records a commit after which code that computes its metrics changed (a
-report rendered again is fresh, but its numbers are as old as the run).
+whose committed ``provenance.json`` records a commit after which code that experiment can run, its entry in
+``config.yaml`` or the paper's data files changed (:func:`shared.experiment_code.experiment_changes`; a report
+rendered again is fresh, but those numbers are as old as the run).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from shared.claims.freshness import changed_inputs
 from shared.claims.report import parse_audit_block, render_report
 from shared.claims.stats import MIN_SAMPLES
 from shared.config import REPO_ROOT, SCALES, enabled_papers, load_yaml
+from shared.experiment_code import experiment_changes
 
 __all__ = ["audit_block", "freshness_problems", "metrics_age_warnings", "audit_paper", "audit_full_paper",
            "full_scale_papers", "main"]
@@ -129,18 +131,20 @@ def audit_full_paper(slug: str) -> tuple[list[str], list[str]]:
 
 
 def metrics_age_warnings(slug: str, root=REPO_ROOT) -> list[str]:
-    """One line per commit at which some of ``slug``'s committed full-scale experiments ran (their
-    ``provenance.json``), when code that computes metrics (:func:`~shared.claims.freshness.metric_inputs`)
-    changed after it; a run with uncommitted changes is named as such."""
-    by_commit: dict[tuple[str, bool], list[str]] = {}
+    """One line per group of ``slug``'s committed full-scale experiments whose run (its ``provenance.json``)
+    is older than what it depends on (:func:`~shared.experiment_code.experiment_changes`: the definitions the
+    experiment can reach, the shared modules they import, its config entry, the paper's data files); a run with
+    uncommitted changes is named as such."""
+    groups: dict[tuple, list[str]] = {}
     for prov in sorted((root / "results" / "full" / slug).glob("*/provenance.json")):
         record = json.loads(prov.read_text(encoding="utf-8"))
-        key = (str(record.get("commit", "unknown")), bool(record.get("dirty", True)))
-        by_commit.setdefault(key, []).append(prov.parent.name)
+        experiment, commit = prov.parent.name, str(record.get("commit", "unknown"))
+        changed = experiment_changes(slug, experiment, commit, root)
+        key = (commit, bool(record.get("dirty", True)), None if changed is None else tuple(changed))
+        groups.setdefault(key, []).append(experiment)
     lines = []
-    for (commit, dirty), experiments in sorted(by_commit.items()):
+    for (commit, dirty, changed), experiments in sorted(groups.items(), key=lambda kv: kv[1]):
         names = ", ".join(experiments)
-        changed = changed_inputs(slug, commit, root, metrics_only=True)
         if dirty:
             lines.append(f"{slug}: full-scale experiment(s) {names} ran with uncommitted code changes at {commit[:10]}")
         if changed is None:

@@ -41,7 +41,8 @@ give in their README the measured cost of one unit and the projected total.
 
 `make audit` fails when a verdict differs from the `expected` recorded in `claims.yaml`, when a regenerated
 report disagrees with the committed one, when a committed report is older than the paper's code, config or
-claims (or the shared modules it imports), or when an official claim is neither addressed nor given a reason.
+claims (or the shared modules it imports, or the report renderer), or when an official claim is neither
+addressed nor given a reason.
 """
 
 _HEADER = ["| paper | fidelity | official addressed | paper claims (judged) | reproduced | reduced | not reproduced | "

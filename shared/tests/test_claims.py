@@ -8,7 +8,7 @@ import yaml
 from shared.claims import (CANNOT_FAIL, FAILS, INCONCLUSIVE, MISSING, NOT_EVALUATED, NOT_REPRODUCED, PASSES,
                            REPRODUCED, REPRODUCED_REDUCED, SKIPPED, check_for_scale, evaluate_check, evaluate_claim,
                            expected_for_scale, format_check, load_claims_file)
-from shared.claims.freshness import changed_inputs, inputs_dirty, report_inputs
+from shared.claims.freshness import changed_inputs, engine_inputs, inputs_dirty, report_inputs
 from shared.claims.gate import audit_block, freshness_problems
 from shared.claims.official import NOT_ADDRESSED, OFFICIAL_FILE, combine, coverage_problems, official_claims
 from shared.claims.report import count_verdicts, parse_audit_block, readme_section
@@ -363,31 +363,14 @@ def test_a_stale_report_fails_the_gate(tiny_repo):
     assert "uncommitted" in freshness_problems("p", {**block, "inputs_dirty": True}, "report", root)[0]
 
 
-def test_report_inputs_include_the_engine(tiny_repo):
+def test_report_inputs_include_the_renderer_but_not_the_gate(tiny_repo):
     root, _ = tiny_repo
     inputs = report_inputs("p", root)
-    assert "shared/claims" in inputs and "papers/p/claims.yaml" in inputs and "papers/p/tests" not in inputs
-
-
-def test_metrics_age_warnings_name_experiments_whose_code_changed_since_their_run(tiny_repo):
-    from shared.claims.gate import metrics_age_warnings
-
-    root, commit = tiny_repo
-    run = root / "results" / "full" / "p" / "exp"
-    run.mkdir(parents=True)
-    (run / "provenance.json").write_text(json.dumps({"commit": commit, "dirty": False}))
-    assert metrics_age_warnings("p", root) == []
-    (root / "papers" / "p" / "claims.yaml").write_text("version: 2\nclaims: []\n")   # not a metric input
-    (root / "papers" / "p" / "README.md").write_text("words\n")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "claims and words")
-    assert metrics_age_warnings("p", root) == []
-    (root / "shared" / "helper.py").write_text("X = 3\n")                           # imported by the method
-    _git(root, "commit", "-qam", "code")
-    (warning,) = metrics_age_warnings("p", root)
-    assert "exp" in warning and "shared/helper.py" in warning and commit[:10] in warning
-    (run / "provenance.json").write_text(json.dumps({"commit": commit, "dirty": True}))
-    assert any("uncommitted" in w for w in metrics_age_warnings("p", root))
+    assert "shared/claims/report.py" in inputs and "papers/p/claims.yaml" in inputs and "papers/p/tests" not in inputs
+    engine = engine_inputs()
+    assert {"shared/claims/report.py", "shared/claims/check.py", "shared/claims/stats.py",
+            "workflow/schemas/claims.schema.json"} <= set(engine)
+    assert "shared/claims/gate.py" not in engine and "shared/claims/index.py" not in engine
 
 
 def test_the_control_is_shown_even_when_a_precondition_fails(tmp_path):
