@@ -9,6 +9,7 @@ sys.path.insert(0, workflow.basedir)
 
 from shared.config import ConfigError, enabled_papers, load_paper_config, validate  # noqa: E402
 from shared.claims.check import load_claims_file  # noqa: E402
+from shared.claims.freshness import engine_inputs  # noqa: E402
 from shared.figure_sources import (experiments_to_run, figure_sources, figures_to_draw,  # noqa: E402
                                    report_subcategory, validate_figure_sources, validate_not_run)
 from shared.paramschema import load_and_validate  # noqa: E402
@@ -66,8 +67,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 # Code an experiment's results depend on: the paper's own modules and the shared modules they import,
 # followed transitively (shared.codedeps), so that editing one shared module reruns only the experiments whose
 # code imports it. The audit engine is an input of the report rules only.
-AUDIT_CODE = sorted(glob.glob("shared/claims/*.py")) + ["shared/claims/official_claims.json",
-                                                          "workflow/schemas/claims.schema.json"]
+AUDIT_CODE = engine_inputs()   # the report renderer, what it imports, the official claims and the claims schema
 
 
 def paper_code(slug, *, plots=False):
