@@ -3,7 +3,7 @@ import itertools
 
 import pytest
 
-from shared.timing import time_calls
+from shared.timing import alternating_least_cpu, calls_per_measurement, time_calls
 
 
 def _clock(step):
@@ -38,3 +38,42 @@ def test_median_and_min_of_uneven_calls():
 def test_bad_repeats(repeats):
     with pytest.raises(ValueError, match="repeats must be an integer >= 1"):
         time_calls(lambda: None, repeats)
+
+
+class _Work:
+    """A fake CPU clock that advances only when a fake function runs: ``cost(name)`` seconds per call, plus
+    ``extra[k]`` on the k-th call overall (interference)."""
+
+    def __init__(self, cost, extra=None):
+        self.t, self.cost, self.extra, self.calls = 0.0, cost, extra or {}, []
+
+    def fn(self, name):
+        def call():
+            self.t += self.cost[name] + self.extra.get(len(self.calls), 0.0)
+            self.calls.append(name)
+        return call
+
+
+def test_calls_per_measurement_is_timeits_rule():
+    assert calls_per_measurement(0.001, 0.05) == 50 and calls_per_measurement(0.003, 0.05) == 17
+    assert calls_per_measurement(1.0, 0.05) == 1 and calls_per_measurement(0.0, 0.05, max_calls=7) == 7
+    assert calls_per_measurement(1e-9, 0.05, max_calls=1000) == 1000
+
+
+def test_alternating_least_cpu_batches_alternates_and_keeps_the_least():
+    w = _Work({"a": 0.001, "b": 0.003}, extra={2: 0.5})      # the first timed call of a is disturbed
+    out = alternating_least_cpu({"a": w.fn("a"), "b": w.fn("b")}, rounds=3, min_seconds=0.05,
+                                cpu_clock=lambda: w.t)
+    assert out["number"] == {"a": 50, "b": 17} and out["rounds"] == 3
+    assert out["seconds"]["a"] == pytest.approx(0.001) and out["seconds"]["b"] == pytest.approx(0.003)
+    # one warm-up call each, then per round a batch of a followed by a batch of b
+    assert w.calls[:2] == ["a", "b"] and w.calls[2:52] == ["a"] * 50 and w.calls[52:69] == ["b"] * 17
+    assert len(w.calls) == 2 + 3 * (50 + 17)
+
+
+@pytest.mark.parametrize("rounds", [0, 1.5, True])
+def test_alternating_least_cpu_bad_rounds(rounds):
+    with pytest.raises(ValueError, match="rounds must be an integer >= 1"):
+        alternating_least_cpu({"a": lambda: None}, rounds)
+    with pytest.raises(ValueError, match="at least one function"):
+        alternating_least_cpu({}, 3)
