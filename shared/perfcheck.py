@@ -32,7 +32,7 @@ from shared.config import REPO_ROOT, ConfigError, load_paper_config, load_yaml, 
 from shared.results import atomic_write_text, get_key
 
 __all__ = ["load_manifest", "ratio_value", "read_ratios", "compare", "run_experiment", "check_paper",
-           "render_markdown"]
+           "refresh_kept", "render_markdown"]
 
 MANIFEST = REPO_ROOT / "config" / "performance.yaml"
 
@@ -156,6 +156,20 @@ def check_paper(slug: str, entry: dict, tolerance: float, *, root: Path = REPO_R
             "code_changed_since": changed, "run": run, "ratios": rows}
 
 
+def refresh_kept(paper: dict, entry: dict, root: Path = REPO_ROOT) -> dict:
+    """A row kept from an earlier check, with every ratio whose committed value has changed since (the
+    performance experiment was run and committed again) marked ``stale`` and no longer counted: its fresh
+    value was compared with a committed value that is gone."""
+    now = read_ratios(Path(root, "results", "full", paper["slug"], entry["experiment"]), entry["ratios"])
+    ratios = []
+    for r in paper["ratios"]:
+        current = now.get(r["name"])
+        same = isinstance(current, float) and isinstance(r["committed"], (int, float)) and \
+            math.isclose(current, r["committed"], rel_tol=1e-9)
+        ratios.append(r if same else {**r, "committed": current, "reproducible": None, "stale": True})
+    return {**paper, "ratios": ratios}
+
+
 def _fmt(x) -> str:
     if x is None:
         return "-"
@@ -178,13 +192,14 @@ def render_markdown(result: dict) -> str:
     ]
     counted = [r for p in result["papers"] for r in p["ratios"] if r["reproducible"] is not None]
     lines += [f"**{sum(r['reproducible'] for r in counted)} of {len(counted)} ratios reproducible** "
-              f"({sum(len(p['ratios']) for p in result['papers']) - len(counted)} not compared: no committed value "
-              f"or the run failed)." + (f" Not rerun yet: {', '.join(result['not_checked'])}."
+              f"({sum(len(p['ratios']) for p in result['papers']) - len(counted)} not compared: no committed value, "
+              f"the run failed, or the value was committed again after the check)." + (f" Not rerun yet: {', '.join(result['not_checked'])}."
                                         if result.get("not_checked") else ""), "",
               "| paper | ratio | what | committed | fresh | fresh / committed | reproducible |", "|---|---|---|---|---|---|---|"]
     for p in result["papers"]:
         for r in p["ratios"]:
-            verdict = {True: "yes", False: "**no**", None: "not compared"}[r["reproducible"]]
+            verdict = "not compared: committed again since this check" if r.get("stale") else \
+                {True: "yes", False: "**no**", None: "not compared"}[r["reproducible"]]
             lines.append(f"| {p['slug']} | `{r['name']}` | {r['what']} | {_fmt(r['committed'])} | {_fmt(r['fresh'])} "
                          f"| {_fmt(r['fresh_over_committed'])} | {verdict} |")
     lines += ["", "## Run conditions", "",
@@ -224,7 +239,8 @@ def main(argv=None) -> int:
     out = Path(args.out)
     json_path = out.with_suffix(".json")
     previous = json.loads(json_path.read_text()) if json_path.is_file() else {"papers": []}
-    kept = [p for p in previous["papers"] if p["slug"] not in slugs and p["slug"] in manifest["papers"]]
+    kept = [refresh_kept(p, manifest["papers"][p["slug"]]) for p in previous["papers"]
+            if p["slug"] not in slugs and p["slug"] in manifest["papers"]]
     papers, commit = [], git_state()["commit"]
     for slug in slugs:
         print(f"perfcheck: {slug} / {manifest['papers'][slug]['experiment']} ...", flush=True)

@@ -6,8 +6,8 @@ import pytest
 import yaml
 
 from shared.config import REPO_ROOT, ConfigError
-from shared.perfcheck import (MANIFEST, compare, load_manifest, ratio_value, read_ratios, render_markdown,
-                              run_experiment)
+from shared.perfcheck import (MANIFEST, compare, load_manifest, ratio_value, read_ratios, refresh_kept,
+                              render_markdown, run_experiment)
 
 
 def test_ratio_value_scalar_list_mean_and_denominator():
@@ -90,3 +90,16 @@ def test_render_counts_reproducible_ratios_and_shows_failures():
     assert "**1 of 2 ratios reproducible** (1 not compared" in text
     assert "| p | `b` | time, library over ours | 2 | 4 | 2 | **no** |" in text
     assert "not compared" in text
+
+
+def test_a_kept_row_whose_committed_value_changed_is_no_longer_counted(tmp_path):
+    run = tmp_path / "results" / "full" / "p" / "perf"
+    run.mkdir(parents=True)
+    (run / "metrics.json").write_text(json.dumps({"a": 2.0, "b": 5.0}))
+    entry = {"experiment": "perf", "ratios": [{"name": "a", "file": "metrics.json", "key": "a"},
+                                              {"name": "b", "file": "metrics.json", "key": "b"}]}
+    old = {"slug": "p", "ratios": [{"name": "a", "committed": 2.0, "fresh": 2.1, **compare(2.0, 2.1, 0.3)},
+                                   {"name": "b", "committed": 3.0, "fresh": 3.1, **compare(3.0, 3.1, 0.3)}]}
+    a, b = refresh_kept(old, entry, root=tmp_path)["ratios"]
+    assert a["reproducible"] is True and "stale" not in a
+    assert b["stale"] and b["reproducible"] is None and b["committed"] == 5.0 and b["fresh"] == 3.1
