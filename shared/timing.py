@@ -75,9 +75,11 @@ def alternating_least_cpu(fns: Mapping[str, Callable[[], object]], rounds: int =
                           cpu_clock: Callable[[], float] = time.process_time) -> dict:
     """Least CPU seconds per call of each of ``fns`` over ``rounds`` rounds that call them in turn.
 
-    One untimed warm-up call of each function also times it and fixes ``number``, the calls batched into one
+    An untimed warm-up call of each function also times it and fixes ``number``, the calls batched into one
     measurement so that it lasts at least ``min_seconds`` (:func:`calls_per_measurement`: a single call of a
-    few microseconds is below the clock's and the scheduler's granularity). Each round then measures every
+    few microseconds is below the clock's and the scheduler's granularity); for a function that needs more than
+    one call, an untimed batch of that many calls fixes ``number`` again (a first call is often slower than the
+    ones after it, which would make the batches too short). Each round then measures every
     function once, in the order given, so that bursts of load from other processes reach all of them alike;
     interference only ever adds time, so the least of a function's ``rounds`` measurements, divided by
     ``number``, is its least disturbed time per call (the convention of :mod:`timeit`), and the ratio of two
@@ -95,6 +97,11 @@ def alternating_least_cpu(fns: Mapping[str, Callable[[], object]], rounds: int =
         c0 = cpu_clock()
         fn()
         number[name] = calls_per_measurement(cpu_clock() - c0, min_seconds)
+        if number[name] > 1:   # a fast function: a batch of that size estimates a call better than a first call
+            c0 = cpu_clock()
+            for _ in range(number[name]):
+                fn()
+            number[name] = calls_per_measurement((cpu_clock() - c0) / number[name], min_seconds)
     best = {name: math.inf for name in fns}
     for _ in range(int(rounds)):
         for name, fn in fns.items():

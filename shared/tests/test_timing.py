@@ -61,14 +61,21 @@ def test_calls_per_measurement_is_timeits_rule():
 
 
 def test_alternating_least_cpu_batches_alternates_and_keeps_the_least():
-    w = _Work({"a": 0.001, "b": 0.003}, extra={2: 0.5})      # the first timed call of a is disturbed
-    out = alternating_least_cpu({"a": w.fn("a"), "b": w.fn("b")}, rounds=3, min_seconds=0.05,
+    # times are powers of two, so that the fake clock adds exactly. a's first call is slow (2^-6 s: 4 calls
+    # would reach min_seconds = 2^-4), later ones take 2^-10 s (64 calls); b's take 2^-8 s (16 calls); the
+    # first timed call of a (call 1 + 4 + 1 + 16 = 22) is disturbed
+    a, b = 2.0 ** -10, 2.0 ** -8
+    w = _Work({"a": a, "b": b}, extra={0: 2.0 ** -6 - a, 22: 0.5})
+    out = alternating_least_cpu({"a": w.fn("a"), "b": w.fn("b")}, rounds=3, min_seconds=2.0 ** -4,
                                 cpu_clock=lambda: w.t)
-    assert out["number"] == {"a": 50, "b": 17} and out["rounds"] == 3
-    assert out["seconds"]["a"] == pytest.approx(0.001) and out["seconds"]["b"] == pytest.approx(0.003)
-    # one warm-up call each, then per round a batch of a followed by a batch of b
-    assert w.calls[:2] == ["a", "b"] and w.calls[2:52] == ["a"] * 50 and w.calls[52:69] == ["b"] * 17
-    assert len(w.calls) == 2 + 3 * (50 + 17)
+    assert out["number"] == {"a": 64, "b": 16} and out["rounds"] == 3
+    assert out["seconds"] == {"a": a, "b": b}
+    # a: one call (-> 4 calls), an untimed batch of 4 (-> 64); b: one call (-> 16), a batch of 16;
+    # then per round a batch of a followed by a batch of b
+    calib = 1 + 4 + 1 + 16
+    assert w.calls[:calib] == ["a"] * 5 + ["b"] * 17
+    assert w.calls[calib:calib + 64] == ["a"] * 64 and w.calls[calib + 64:calib + 80] == ["b"] * 16
+    assert len(w.calls) == calib + 3 * (64 + 16)
 
 
 @pytest.mark.parametrize("rounds", [0, 1.5, True])
