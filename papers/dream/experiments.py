@@ -15,7 +15,7 @@ import numpy as np
 
 from shared.experiment import RunContext, main
 from shared.results import mean_and_se, write_arrays, write_metrics
-from shared.timing import time_calls
+from shared.timing import alternating_least_cpu
 
 from papers.dream.aggregation import dream_weights
 from papers.dream.algorithms import rate_step, run_dream_batched, run_quadratic
@@ -608,10 +608,12 @@ def _qp_solvers(C: np.ndarray, rho: float, params_torchjd=None):
 
 
 def qp_timing(params: dict, ctx: RunContext):
-    """Weight QP for each (M, d): the same random C (rows N(0, I_d)) for every solver; ``calls`` timed calls
-    of the own solver and ``calls_external`` of each library, each call timed alone in process CPU time and the
-    least kept (:func:`shared.timing.time_calls`; BLAS on one thread).
-    With ``torchjd: {epsilon, max_iters, calls}``, torchjd's MGDA (Frank-Wolfe) joins the solvers and its
+    """Weight QP for each (M, d): the same random C (rows N(0, I_d)) for every solver. The solvers of one size
+    are timed together by :func:`shared.timing.alternating_least_cpu` in process CPU time (BLAS on one thread):
+    each measurement batches ``number`` calls so that it lasts at least ``min_seconds`` (single calls of the own
+    solver and quadprog take microseconds), every round measures each solver once, in turn, so that load from
+    other processes reaches all of them alike, and the least of ``rounds`` measurements per call is kept.
+    With ``torchjd: {epsilon, max_iters}``, torchjd's MGDA (Frank-Wolfe) joins the solvers and its
     aggregated direction is compared with ours: ``torchjd.max_rel_direction_diff`` = max over sizes of
     ||d_torchjd - d_own|| / ||d_own||, ``torchjd.max_weight_diff``, and the same direction difference at
     torchjd's default settings (epsilon 1e-3, 100 iterations) for reference (null metrics when torchjd is
@@ -619,15 +621,17 @@ def qp_timing(params: dict, ctx: RunContext):
 
     Metrics (deterministic): ``max_weight_diff.<M>x<d>.<solver>`` = max |lam_solver - lam_own| (null when the
     solver returned no solution, listed in ``solver_failures``) and ``max_weight_diff_all`` (max over the
-    library solvers' solutions). Microseconds per call go to timings.json.
+    library solvers' solutions). Microseconds per call (``us_per_call.<M>x<d>.<solver>`` and
+    ``ratio_own_over_clarabel``), ``rounds``, ``min_seconds`` and the calls per measurement (``number``) go to
+    timings.json.
     """
     rho = float(params.get("rho", 0.0))
-    calls, calls_ext = int(params["calls"]), int(params.get("calls_external", params["calls"]))
+    rounds, min_seconds = int(params.get("rounds", 5)), float(params.get("min_seconds", 0.05))
     tj_set = params.get("torchjd")
     if tj_set is not None and rho != 0.0:
         raise ValueError("torchjd's MGDA has no regulariser: set rho = 0 or drop the torchjd entry")
     rng = ctx.generator("C")
-    diffs, timings, rows, tj_dir, tj_dir_default, failures = {}, {}, [], {}, {}, []
+    diffs, timings, number, rows, tj_dir, tj_dir_default, failures = {}, {}, {}, [], {}, {}, []
     for M, d in params["sizes"]:
         C = rng.standard_normal((int(M), int(d)))
         key = f"{M}x{d}"
@@ -646,16 +650,15 @@ def qp_timing(params: dict, ctx: RunContext):
                 if not solved:
                     failures.append({"size": key, "solver": name})
                     ctx.log(f"{key}: {name} returned no solution (its time to give up is still timed)")
-            n = calls if name == "own" else (int(tj_set.get("calls", calls_ext)) if name == "torchjd_mgda"
-                                            else calls_ext)
-            timings[key][name] = 1e6 * time_calls(f, n).cpu_min
             if diffs[key].get(name, 0.0) is not None:
                 rows.append({"method": name, "seed": 0, "step": int(M), "metric": f"max_weight_diff_d{d}",
                              "value": diffs[key].get(name, 0.0)})
+        timed = alternating_least_cpu(solvers, rounds, min_seconds=min_seconds)
+        timings[key].update({name: 1e6 * sec for name, sec in timed["seconds"].items()})
+        number[key] = timed["number"]
         timings[key]["ratio_own_over_clarabel"] = timings[key]["own"] / timings[key]["cvxpy_clarabel"]
         ctx.log(f"{key}: " + ", ".join(f"{k} {v:.4g}" for k, v in timings[key].items()))
-    write_metrics({"us_per_call": timings, "calls": calls, "calls_external": calls_ext,
-                   "calls_torchjd": int(tj_set.get("calls", calls_ext)) if tj_dir else 0},
+    write_metrics({"us_per_call": timings, "rounds": rounds, "min_seconds": min_seconds, "number": number},
                   ctx.out_dir / "timings.json")
     ctx.record(qp_us_per_call=timings)
     tj = None

@@ -169,10 +169,10 @@ def _qp_table(results: Path, out: Path) -> None:
     met = read_metrics(base / "metrics.json")
     tim = read_metrics(base / "timings.json")
     solvers = ["own", *met["solvers"]]
-    title = (f"Weight QP: least process-CPU microseconds of one call ({tim['calls']} calls of the own solver, "
-             f"{tim['calls_external']} of each library"
-             + (f" except torchjd ({tim['calls_torchjd']}, Frank-Wolfe to epsilon {met['torchjd']['epsilon']:g})"
-                if tim.get("calls_torchjd") else "")
+    title = (f"Weight QP: process-CPU microseconds per call, the least of {tim['rounds']} rounds that time the "
+             f"solvers of one size in turn, each measurement batching calls to at least {tim['min_seconds']:g} s"
+             + (f" (torchjd: Frank-Wolfe to epsilon {met['torchjd']['epsilon']:g})"
+                if (met.get("torchjd") or {}).get("epsilon") is not None else "")
              + f"; every call starts from C, BLAS on one thread; hardware: {_hardware(base / 'provenance.json')})")
     rows = []
     for key, t in sorted(tim["us_per_call"].items(), key=lambda kv: tuple(int(v) for v in kv[0].split("x"))):

@@ -7,7 +7,6 @@ written next to them as ``.npz`` files.
 """
 from __future__ import annotations
 
-import statistics
 import time
 
 import numpy as np
@@ -15,6 +14,7 @@ import numpy as np
 from shared import seeding
 from shared.experiment import RunContext, main
 from shared.results import write_arrays, write_metrics
+from shared.timing import alternating_least_cpu
 
 from papers.goma import methods as M
 from papers.goma.metrics import first_reach, loglog_slope, rate_envelope
@@ -373,18 +373,14 @@ def _resolved(variant: str, L: float) -> tuple[str, dict]:
     return method, M.resolve_steps(method, L, **kwargs)
 
 
-def _time_iterations(variant: str, problem, n_iter: int, resolved: tuple, repeats: int) -> float:
-    """Median wall time of ``n_iter`` iterations of the bare method (no monitoring, no counter)."""
+def _bare_run(variant: str, problem, n_iter: int, resolved: tuple):
+    """A callable that runs ``n_iter`` iterations of the bare method (no monitoring, no counter)."""
     method, params = resolved
-    for _z in M.iterates(method, problem.operator, problem.z0, min(n_iter, 50), params):  # warm-up
-        pass
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
+
+    def run() -> None:
         for _z in M.iterates(method, problem.operator, problem.z0, n_iter, params):
             pass
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return run
 
 
 def _linear_system(problem):
@@ -394,28 +390,62 @@ def _linear_system(problem):
     return (problem.operator(np.eye(d)) - q).T.copy(), q
 
 
+def _direct_solve(problem):
+    """A callable that solves F(z) = 0 with ``np.linalg.solve``, or None for a nonlinear instance."""
+    try:
+        Mat, q = _linear_system(problem)
+    except Exception:  # pragma: no cover - nonlinear instances have no direct solve
+        return None
+    rhs = -q
+    return lambda: np.linalg.solve(Mat, rhs)
+
+
+#: CPU seconds one measurement lasts at least (shorter calls are batched): long enough for the CPU clock, short
+#: enough that batching the sub-millisecond direct solve and the millisecond runs to eps stays cheap.
+MIN_MEASUREMENT_S = 0.02
+
+
+def _timing_groups(goma: str, methods, reached: dict, per_calls: int) -> list:
+    """Names of the timed functions of one instance, in the groups measured together by
+    :func:`shared.timing.alternating_least_cpu`: GOMA's time to each eps next to the direct solve, the other
+    methods' times to eps, and the time per ``per_calls`` oracle calls of GOMA and EG. ``reached`` maps each
+    method to the eps keys it reaches."""
+    head = ["direct_solve"] + [(goma, key) for key in reached.get(goma, [])]
+    rest = [(m, key) for m in methods if m != goma for key in reached.get(m, [])]
+    per = [f"time_per_{per_calls}_calls_{m}" for m in (goma, "eg")]
+    return [group for group in (head, rest, per) if group]
+
+
 def performance(params: dict, ctx: RunContext):
-    """Oracle calls and wall time to reach h_k <= eps h_0, time per 1e4 calls (GOMA vs EG), and GOMA's time to
-    the smallest eps against ``np.linalg.solve`` for z*, all in this one run (BLAS pinned to one thread).
+    """Oracle calls and time to reach h_k <= eps h_0, time per 1e4 calls (GOMA vs EG), and GOMA's time to
+    each eps against ``np.linalg.solve`` for z*, all in this one run (BLAS pinned to one thread).
     Each method gets ``max_calls`` oracle calls (an instance may set its own ``max_calls``).
 
-    metrics.json holds only the deterministic part (calls, ratios of calls); wall times go to
-    ``timings.json`` and provenance.json, since they change from run to run.
+    Times are process CPU seconds of the bare method loop, measured by
+    :func:`shared.timing.alternating_least_cpu` with ``repeats`` rounds: calls shorter than 20 ms are batched,
+    the functions compared in a ratio are measured in turn in every round (GOMA's times to eps with the
+    direct solve; GOMA with EG per 1e4 calls), and the least measurement of each is kept, so that other
+    processes on the machine change the ratios little.
+
+    metrics.json holds only the deterministic part (calls, ratios of calls); times go to ``timings.json`` and
+    provenance.json, since they change from run to run.
     """
     max_calls, repeats = int(params["max_calls"]), int(params.get("repeats", 5))
     eps_list = [float(e) for e in params["eps"]]
     methods = params.get("methods", list(M.DETERMINISTIC_METHODS))
     per_calls = int(params.get("per_calls", 10000))
-    rows, calls_metrics, timings = [], {}, {}
+    goma = params.get("goma", "goma_t1")
+    rows, calls_metrics, timings, batched = [], {}, {}, {}
     budgets = {}
     for inst, name, pparams, seeds in _instances(params):
         problem = make_problem(name, seed=seeds[0], **pparams)
         budgets[inst] = int(params["instances"][inst].get("max_calls", max_calls))
         calls_metrics[inst], timings[inst] = {}, {}
+        fns, reached = {}, {}
         for method in methods:
             rparams = _resolved(method, problem.L)
             trace = M.run_variant(method, problem, _iterations_for_budget(method, budgets[inst]))
-            calls_metrics[inst][method], timings[inst][method] = {}, {}
+            calls_metrics[inst][method], timings[inst][method], reached[method] = {}, {}, []
             for eps in eps_list:
                 key = f"eps{eps:.0e}".replace("-0", "-")
                 k = first_reach(trace.grad_norm_sq, eps)
@@ -427,26 +457,30 @@ def performance(params: dict, ctx: RunContext):
                     calls_metrics[inst][method][key] = "not reached"
                     continue
                 calls_metrics[inst][method][key] = calls
-                timings[inst][method][key] = _time_iterations(method, problem, k, rparams, repeats)
-        ctx.log(f"{inst}: calls and time to eps for {len(methods)} methods")
-        for method in (params.get("goma", "goma_t1"), "eg"):
-            rparams = _resolved(method, problem.L)
-            n_iter = _iterations_for_budget(method, per_calls)
-            timings[inst][f"time_per_{per_calls}_calls_{method}"] = _time_iterations(method, problem, n_iter,
-                                                                                   rparams, repeats)
-        try:
-            Mat, q = _linear_system(problem)
-        except Exception:  # pragma: no cover - nonlinear instances have no direct solve
-            continue
-        reps = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            for _ in range(20):
-                np.linalg.solve(Mat, -q)
-            reps.append((time.perf_counter() - start) / 20)
-        timings[inst]["direct_solve"] = statistics.median(reps)
+                reached[method].append(key)
+                fns[(method, key)] = _bare_run(method, problem, k, rparams)
+        for method in (goma, "eg"):
+            fns[f"time_per_{per_calls}_calls_{method}"] = _bare_run(
+                method, problem, _iterations_for_budget(method, per_calls), _resolved(method, problem.L))
+        solve = _direct_solve(problem)
+        if solve is not None:
+            fns["direct_solve"] = solve
+        batched[inst] = {}
+        for group in _timing_groups(goma, methods, reached, per_calls):
+            group = [g for g in group if g in fns]
+            if not group:
+                continue
+            result = alternating_least_cpu({g: fns[g] for g in group}, rounds=repeats,
+                                           min_seconds=MIN_MEASUREMENT_S)
+            for g in group:
+                if isinstance(g, tuple):
+                    timings[inst][g[0]][g[1]] = result["seconds"][g]
+                    batched[inst][f"{g[0]}.{g[1]}"] = result["number"][g]
+                else:
+                    timings[inst][g] = result["seconds"][g]
+                    batched[inst][g] = result["number"][g]
+        ctx.log(f"{inst}: calls and CPU time to eps for {len(methods)} methods")
     ratios = {}
-    goma = params.get("goma", "goma_t1")
     for inst, by_method in calls_metrics.items():
         for other in ("eag_c", "feg"):
             for key, calls in by_method.get(goma, {}).items():
@@ -454,7 +488,9 @@ def performance(params: dict, ctx: RunContext):
                 if isinstance(calls, int) and isinstance(theirs, int):
                     ratios.setdefault(inst, {})[f"calls_goma_over_{other}_{key}"] = calls / theirs
     write_metrics(timings, ctx.out_dir / "timings.json")
-    ctx.record(timings=timings)
+    ctx.record(timings=timings, timing_method={"clock": "process CPU time", "statistic": "least over rounds",
+                                               "rounds": repeats, "min_measurement_s": MIN_MEASUREMENT_S,
+                                               "calls_per_measurement": batched})
     metrics = {"performance": {"calls_to_eps": calls_metrics, "ratios": ratios, "max_calls": budgets,
                                "repeats": repeats, "per_calls": per_calls}}
     return rows, metrics

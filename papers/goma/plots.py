@@ -213,9 +213,9 @@ def _performance_table(results: Path, out: Path) -> None:
     perf = read_metrics(base / "metrics.json")["performance"]
     timings = read_metrics(base / "timings.json")
     hardware = read_metrics(base / "provenance.json").get("hardware", {})
-    title = (f"Time and oracle calls to reach h_k <= eps h_0 (median of {perf['repeats']} repeats, BLAS pinned to one "
-             f"thread; hardware: {hardware.get('cpu', 'unknown')}, {hardware.get('cores', '?')} cores; times are the "
-             "bare method loop for the calls shown, without monitoring)")
+    title = (f"CPU time and oracle calls to reach h_k <= eps h_0 (least over {perf['repeats']} rounds, BLAS pinned to "
+             f"one thread; hardware: {hardware.get('cpu', 'unknown')}, {hardware.get('cores', '?')} cores; times are "
+             "the bare method loop for the calls shown, without monitoring)")
     eps_keys = None
     rows = []
     for inst, by_method in perf["calls_to_eps"].items():

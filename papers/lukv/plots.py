@@ -192,9 +192,9 @@ def _performance(results: Path, out: Path) -> None:
                                 "reference": f"exact DP {a['dp_s'] * 1e3:.3g} ms",
                                 "ratio (reference / ours)": a["time_ratio_dp_over_greedy"]}])
     presses = pd.DataFrame(list(e["ratio_to_no_press"].items()),
-                           columns=["press (prefill + compression + decode)", "median time / no-press time"])
+                           columns=["press (prefill + compression + decode)", "CPU time / no-press CPU time"])
     path = out / "performance_table.md"
-    title = (f"Performance (one process, pinned to one thread; hardware: {hw.get('cpu', 'unknown')}, "
+    title = (f"Performance (least CPU time over alternating rounds, one thread; hardware: {hw.get('cpu', 'unknown')}, "
              f"{hw.get('cores', '?')} cores)")
     atomic_write_text(path, "\n".join([
         markdown_table(allocation, floatfmt=".3g", title=title),

@@ -217,7 +217,8 @@ def table_performance(res: Path, out: Path):
     df = pd.DataFrame(rows)
     cpu = perf.get("cpu", "unknown CPU")
     text = markdown_table(df, floatfmt=".3g",
-                          title=f"Performance, one BLAS thread, wall seconds (min of repeats) on {cpu}")
+                          title=f"Performance, one BLAS thread, on {cpu}: MAX-CUT and NPP rows in CPU seconds "
+                                "of the process (least of alternating rounds), K_n rows in wall seconds")
     atomic_write_text(out / "performance_table.md", text + "\nHardware: " + cpu + ", 1 thread.\n")
 
 

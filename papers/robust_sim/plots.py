@@ -220,7 +220,7 @@ def _performance(results: Path, out: Path) -> None:
     title = (f"robust GD (ours) vs scipy.optimize.least_squares: soft-L1 from the plain spectral start (the spec's "
              f"comparator) and Huber from the robust spectral start; same (X, y), "
              f"{prov['params']['adversary']} eps={prov['params']['eps']}, {prov['params']['link']}; "
-             f"median CPU seconds of {met['repeats']} run(s), single-threaded BLAS; "
+             f"least CPU seconds per call over {met['repeats']} alternating round(s), single-threaded BLAS; "
              f"hardware: {hw['cpu']} ({hw['cores']} cores)")
     write_markdown_table(frame, out / "performance.md", title=title)
 

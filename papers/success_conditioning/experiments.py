@@ -8,13 +8,14 @@ identity, improvement, trust_region, monte_carlo and perf see the same instances
 """
 from __future__ import annotations
 
+import time
 
 import numpy as np
 
 from shared.experiment import RunContext, main
 from shared.results import write_arrays
 from shared.seeding import generator, spawn
-from shared.timing import time_calls
+from shared.timing import alternating_least_cpu, time_calls
 
 from . import baselines as bl
 from . import gridworld as gw
@@ -609,14 +610,58 @@ def run_gridworld(params: dict, ctx: RunContext):
 
 
 # ---------------------------------------------------------------------------------------------------- perf
+TRUST_REGION_METHODS = ("closed_form", "slsqp", "cvxpy")
+
+
 def _timed(fn, repeats=1):
     """(last output, median wall seconds) of ``repeats`` calls."""
     t = time_calls(fn, repeats)
     return t.output, t.wall_median
 
 
+def _solve_trust_region(method: str, problem):
+    """Maximiser of one perf trust region ``(kind, pi, Q, delta, d, d_plus)`` by ``method`` (cvxpy: ``(p,
+    backend)``)."""
+    _, pi, Q, delta, d, d_plus = problem
+    if method == "cvxpy":
+        w = np.ones(len(pi)) if d is None else d
+        c = np.ones(len(pi)) if d_plus is None else d_plus
+        return chi2_trust_region_cvxpy(pi, Q, delta, w, c)
+    solver = {"closed_form": "closed_form", "slsqp": "numeric"}[method]
+    return chi2_trust_region(pi, Q, delta, obj_weights=d, budget_weights=d_plus, solver=solver)
+
+
+def _time_trust_regions(problems, methods, rounds: int, *, min_seconds: float = 0.05,
+                        cpu_clock=time.process_time):
+    """CPU seconds per instance of each method solving every one of ``problems``, and the solutions.
+
+    One call of a method solves the whole list, so the cheapest (the closed form, tens of microseconds per
+    instance) is batched like the others; :func:`shared.timing.alternating_least_cpu` repeats these calls
+    until a measurement lasts ``min_seconds``, alternates the methods in each of ``rounds`` rounds and keeps
+    the least measurement, which is divided by ``len(problems)``. Returns ``(seconds, solutions, number)``:
+    per-instance seconds and the list of outputs of the last call, both by method, and the calls batched per
+    measurement.
+    """
+    solutions = {}
+
+    def solve_all(method):
+        def call():
+            solutions[method] = [_solve_trust_region(method, prob) for prob in problems]
+        return call
+
+    t = alternating_least_cpu({m: solve_all(m) for m in methods}, rounds, min_seconds=min_seconds,
+                              cpu_clock=cpu_clock)
+    return {m: s / len(problems) for m, s in t["seconds"].items()}, solutions, t["number"]
+
+
 def run_perf(params: dict, ctx: RunContext):
-    """Closed-form SC step vs SLSQP vs cvxpy on the same trust regions; count SFT vs LogisticRegression."""
+    """Closed-form SC step vs SLSQP vs cvxpy on the same trust regions; count SFT vs LogisticRegression.
+
+    Every trust region is solved once by each method for the differences to the closed form. The times are
+    those of the first ``n_timed_bandits`` bandits and the first ``n_timed_mdps`` MDPs: process CPU seconds
+    per instance, least over ``timing_rounds`` alternating rounds of batched calls (:func:`_time_trust_regions`),
+    so that the ratios do not depend on other load of the machine. The SFT fits keep the median wall time.
+    """
     from sklearn.linear_model import LogisticRegression
 
     problems = []
@@ -626,24 +671,32 @@ def run_perf(params: dict, ctx: RunContext):
         pi, Q, d, d_plus, delta = _global_problem(m)
         problems.append(("mdp", pi, Q, delta, d, d_plus))
     use_cvxpy = params.get("cvxpy", True)
-    times = {(kind, m): [] for kind in ("bandit", "mdp") for m in ("closed_form", "slsqp", "cvxpy")}
-    err = {(kind, m): 0.0 for kind in ("bandit", "mdp") for m in ("slsqp", "cvxpy")}
+    methods = TRUST_REGION_METHODS if use_cvxpy else TRUST_REGION_METHODS[:2]
+    rounds = int(params["timing_rounds"])
+    timing, solved = {}, {}
+    for kind in ("bandit", "mdp"):
+        timed = [i for i, prob in enumerate(problems) if prob[0] == kind][: int(params[f"n_timed_{kind}s"])]
+        seconds, solutions, number = _time_trust_regions([problems[i] for i in timed], methods, rounds)
+        for m in methods:
+            timing[f"{kind}_cpu_s_{m}"] = seconds[m]
+            timing[f"{kind}_calls_per_measurement_{m}"] = number[m]
+            if m != "closed_form":
+                timing[f"{kind}_ratio_{m}_over_closed_form"] = seconds[m] / seconds["closed_form"]
+            for i, out in zip(timed, solutions[m]):
+                solved[i, m] = out
+        timing[f"{kind}_timed_instances"] = len(timed)
+    timing["timing_rounds"] = rounds
+    err = {(kind, m): 0.0 for kind in ("bandit", "mdp") for m in methods[1:]}
     backends, rows = set(), []
-    for i, (kind, pi, Q, delta, d, d_plus) in enumerate(problems):
-        kw = {"obj_weights": d, "budget_weights": d_plus}
-        p_cf, t_cf = _timed(lambda: chi2_trust_region(pi, Q, delta, **kw), repeats=params.get("repeats", 5))
-        p_num, t_num = _timed(lambda: chi2_trust_region(pi, Q, delta, solver="numeric", **kw))
-        times[kind, "closed_form"].append(t_cf)
-        times[kind, "slsqp"].append(t_num)
-        err[kind, "slsqp"] = max(err[kind, "slsqp"], float(np.abs(p_num - p_cf).max()))
+    for i, prob in enumerate(problems):
+        kind = prob[0]
+        p = {m: solved[i, m] if (i, m) in solved else _solve_trust_region(m, prob) for m in methods}
         if use_cvxpy:
-            w = np.ones(len(pi)) if d is None else d
-            c = np.ones(len(pi)) if d_plus is None else d_plus
-            (p_cvx, backend), t_cvx = _timed(lambda: chi2_trust_region_cvxpy(pi, Q, delta, w, c))
+            p["cvxpy"], backend = p["cvxpy"]
             backends.add(backend)
-            times[kind, "cvxpy"].append(t_cvx)
-            err[kind, "cvxpy"] = max(err[kind, "cvxpy"], float(np.abs(p_cvx - p_cf).max()))
-        rows.append(_row("slsqp", i, 0, "sup_err_vs_closed_form", np.abs(p_num - p_cf).max()))
+        for m in methods[1:]:
+            err[kind, m] = max(err[kind, m], float(np.abs(p[m] - p["closed_form"]).max()))
+        rows.append(_row("slsqp", i, 0, "sup_err_vs_closed_form", np.abs(p["slsqp"] - p["closed_form"]).max()))
     # finite data: count estimator vs LogisticRegression SFT on the same successful rollouts
     sft_diff, t_count, t_lr = [], [], []
     for i, (m, g) in enumerate(zip(_mdps(ctx.seed, params["n_sft_mdps"], params),
@@ -673,13 +726,6 @@ def run_perf(params: dict, ctx: RunContext):
         sft_diff.append(float(np.abs(p_lr[rows_ok] - p_count.reshape(H * S, A)[rows_ok]).max()))
         t_count.append(tc)
         t_lr.append(tl)
-    timing = {}
-    for kind in ("bandit", "mdp"):
-        med = {m: float(np.median(times[kind, m])) for m in ("closed_form", "slsqp", "cvxpy") if times[kind, m]}
-        for m, v in med.items():
-            timing[f"{kind}_median_s_{m}"] = v
-            if m != "closed_form":
-                timing[f"{kind}_ratio_{m}_over_closed_form"] = v / med["closed_form"]
     timing["median_s_count_sft"] = float(np.median(t_count))
     timing["median_s_logreg_sft"] = float(np.median(t_lr))
     timing["ratio_logreg_over_count"] = timing["median_s_logreg_sft"] / timing["median_s_count_sft"]
@@ -687,8 +733,7 @@ def run_perf(params: dict, ctx: RunContext):
     metrics = {"n_trust_region_instances": len(problems), "sft_logreg_max_abs_diff": max(sft_diff),
                "n_sft_mdps": len(sft_diff)}
     for (kind, m), v in err.items():
-        if m == "slsqp" or use_cvxpy:
-            metrics[f"{kind}_{m}_max_abs_diff"] = v
+        metrics[f"{kind}_{m}_max_abs_diff"] = v
     return rows, metrics
 
 

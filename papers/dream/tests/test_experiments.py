@@ -84,7 +84,8 @@ def test_qp_timing_records_a_library_solver_that_returns_no_solution(tmp_path, m
     solver's status, not from the variable (which still holds the previous backend's answer here)."""
     import shared.solvers
     from papers.dream import experiments as E
-    from papers.dream.plots import _weight_diff
+    from papers.dream.plots import _qp_table, _weight_diff
+    from shared.results import read_metrics, write_metrics
 
     real_solve = shared.solvers.solve
 
@@ -94,9 +95,22 @@ def test_qp_timing_records_a_library_solver_that_returns_no_solution(tmp_path, m
         return real_solve(problem, solver=solver, **opts)
 
     monkeypatch.setattr(shared.solvers, "solve", flaky)
-    ctx = RunContext(name="qp_timing", scale="smoke", seed=0, out_dir=tmp_path)
-    rows, met = E.qp_timing({"sizes": [[2, 30]], "calls": 1, "calls_external": 1, "rho": 0.0}, ctx)
+    out = tmp_path / "qp_timing"
+    out.mkdir()
+    ctx = RunContext(name="qp_timing", scale="smoke", seed=0, out_dir=out)
+    rows, met = E.qp_timing({"sizes": [[2, 30]], "rounds": 1, "min_seconds": 0.0, "rho": 0.0}, ctx)
     assert met["solver_failures"] == [{"size": "2x30", "solver": "cvxpy_osqp"}]
     assert met["max_weight_diff"]["2x30"]["cvxpy_osqp"] is None
     assert met["max_weight_diff_all"] <= 1e-6            # Clarabel (and quadprog) still agree with ours
     assert _weight_diff(None) == "no solution" and _weight_diff(1.5e-9) == "1.50e-09"
+    # every solver of a size is timed (alternating rounds; min_seconds 0 means one call per measurement)
+    tim = read_metrics(out / "timings.json")
+    assert tim["rounds"] == 1 and tim["min_seconds"] == 0.0
+    solvers = ["own", *met["solvers"]]
+    assert tim["number"]["2x30"] == {s: 1 for s in solvers}
+    t = tim["us_per_call"]["2x30"]
+    assert set(t) == {*solvers, "ratio_own_over_clarabel"}
+    assert t["ratio_own_over_clarabel"] == t["own"] / t["cvxpy_clarabel"]
+    write_metrics(met, out / "metrics.json")
+    _qp_table(tmp_path, tmp_path)
+    assert "least of 1 rounds" in (tmp_path / "qp_timing.md").read_text()

@@ -1,4 +1,5 @@
 """The smoke scale: what is specific to GOMA's experiments (call counts, stability grid, divergence)."""
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -77,3 +78,35 @@ def test_divergence_is_an_error_unless_allowed():
 def test_log_steps():
     steps = E.log_steps(1000)
     assert steps[0] == 0 and steps[-1] == 1000 and np.all(np.diff(steps) > 0)
+
+
+def test_bare_run_makes_the_recorded_oracle_calls():
+    p = make_problem("random_bilinear", seed=0, n=4)
+    calls = []
+
+    def counted(z):
+        calls.append(1)
+        return p.operator(z)
+    counting = dataclasses.replace(p, operator=counted)
+    for variant, n_iter in (("goma_t1", 7), ("eg", 5)):
+        calls.clear()
+        E._bare_run(variant, counting, n_iter, E._resolved(variant, p.L))()
+        trace = E.M.run_variant(variant, p, n_iter)
+        assert len(calls) == trace.oracle_calls[n_iter]
+
+
+def test_direct_solve_returns_the_zero_of_a_linear_operator():
+    p = make_problem("random_bilinear", seed=0, n=4)
+    Mat, q = E._linear_system(p)
+    np.testing.assert_allclose(Mat @ p.z0 + q, p.operator(p.z0), atol=1e-12)
+    z = E._direct_solve(p)()
+    np.testing.assert_allclose(p.operator(z), 0.0, atol=1e-10)
+
+
+def test_timing_groups_pair_each_ratio():
+    reached = {"goma_t1": ["eps1e-4", "eps1e-6"], "eg": ["eps1e-4"], "feg": []}
+    groups = E._timing_groups("goma_t1", ["goma_t1", "eg", "feg"], reached, 10000)
+    assert groups == [["direct_solve", ("goma_t1", "eps1e-4"), ("goma_t1", "eps1e-6")], [("eg", "eps1e-4")],
+                      ["time_per_10000_calls_goma_t1", "time_per_10000_calls_eg"]]
+    assert E._timing_groups("goma_t1", ["goma_t1"], {"goma_t1": []}, 200) == [
+        ["direct_solve"], ["time_per_200_calls_goma_t1", "time_per_200_calls_eg"]]

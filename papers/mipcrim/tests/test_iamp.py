@@ -83,3 +83,25 @@ def test_time_to_target_known_answers_and_bad_input():
     assert time_to_target(1.0, 0.995) == 1.0          # fewer than one run needed: one run
     with pytest.raises(ValueError, match="success"):
         time_to_target(1.0, 1.5)
+
+
+def test_least_cpu_with_outputs_keeps_last_output_and_counts_calls():
+    from papers.mipcrim.experiments import least_cpu_with_outputs
+
+    ticks, calls = iter(range(1000)), {"a": 0, "b": 0}
+
+    def clock():                                  # every reading advances by one "second"
+        return float(next(ticks))
+
+    def make(name):
+        def fn():
+            calls[name] += 1
+            return (name, calls[name])
+        return fn
+
+    timing, out = least_cpu_with_outputs({"a": make("a"), "b": make("b")}, 3, min_seconds=0.5, cpu_clock=clock)
+    # one warm-up plus 3 rounds of one call each (a warm-up reading of 1 s >= 0.5 s: no batching)
+    assert calls == {"a": 4, "b": 4}
+    assert out == {"a": ("a", 4), "b": ("b", 4)}
+    assert timing["number"] == {"a": 1, "b": 1} and timing["rounds"] == 3
+    assert timing["seconds"] == {"a": 1.0, "b": 1.0}
