@@ -151,7 +151,7 @@ def _resolve_params(method, problem, mu0, omega, x_step):
 def run_method(method: str, problem: MinimaxProblem, n_iter: int, *, mu0: float | None = None, omega: float = 0.5,
                x_step: str | None = None, record_every: int = 1, time_iterations: bool = False,
                freeze_y: bool = False, peg_step: float = 0.5, horizon: int | None = None,
-               step_c: float = 1.0, full_svd_lmo: bool = False, iter_clock=time.perf_counter) -> Trace:
+               step_c: float = 1.0, full_svd_lmo: bool = False) -> Trace:
     r"""Run ``method`` for ``n_iter`` iterations from ``x_0 = center(X)``, ``y_0 = ybar = center(Y)``.
 
     ``method``: ``"v_x"``, ``"v_y"``, ``"v_xy"``, ``"proj"`` (dual dynamic smoothing, see the module docstring),
@@ -159,8 +159,7 @@ def run_method(method: str, problem: MinimaxProblem, n_iter: int, *, mu0: float 
     ``"open_loop"`` (C-C) or ``"short"`` (NC). The measure is recorded at ``k = 0, record_every, 2 record_every, ...``
     and at ``n_iter``: the duality gap ``Gap(x_k, y_k)`` (C-C), the FW gap of ``Phi`` at ``x_k`` (NC-SC) or of
     ``Phi_{mu_k}`` at ``x_k`` (NC-C), the NC ones as best-so-far. ``time_iterations`` times each update only
-    with ``iter_clock`` (default ``time.perf_counter``, wall seconds; ``time.process_time`` gives CPU seconds),
-    not the measure. ``freeze_y=True`` (smoothing variants only; a negative control)
+    (``time.perf_counter``), not the measure. ``freeze_y=True`` (smoothing variants only; a negative control)
     skips the dual step, so y stays at ``ybar`` and x descends f(., ybar) instead of the max function.
     ``peg_step`` is PEG's step in units of 1/max(L_xy, L_xx, L_yy) (default 0.5; the performance experiment tunes it).
     ``horizon`` (default ``n_iter``) and ``step_c`` set the fixed parameters of ``"r_pdcg"`` and ``"cg_rpga"``
@@ -269,7 +268,7 @@ def run_method(method: str, problem: MinimaxProblem, n_iter: int, *, mu0: float 
     if obj is not None:
         obj[0] = o
     r = 1
-    clock = iter_clock
+    clock = time.perf_counter
     for k in range(n_iter):
         if time_iterations:
             t0 = clock()

@@ -175,16 +175,6 @@ def test_baseline_tuning_picks_the_smallest_final_gap():
         tune_horizon_baselines(game, 40, [])
 
 
-def test_iter_clock_times_each_update_with_the_given_clock():
-    # a counting clock advances by 1 per reading: each update reads it twice, so every time is exactly 1
-    game = make_problem("uniform_game", n=6, m=5, seed=0)
-    ticks = iter(range(1000))
-    tr = run_method("peg", game, 7, time_iterations=True, iter_clock=lambda: float(next(ticks)))
-    assert np.array_equal(tr.iter_seconds, np.ones(7))
-    ref = run_method("peg", game, 7)
-    assert np.array_equal(tr.x, ref.x) and np.array_equal(tr.measure, ref.measure)
-
-
 def test_to_target_call_runs_the_iterations_with_two_gap_records():
     from papers.pf_minimax.experiments import _to_target_call
 
