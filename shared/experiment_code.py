@@ -1,17 +1,18 @@
 """Which code one experiment of a paper can run, read statically at any commit.
 
-An experiment is the function that its paper's ``experiments.py`` maps to it in ``EXPERIMENTS``. From there every
-top-level definition (function, class, assignment, import) of the paper's own modules that reached code names is
-followed: ``from .x import y``, ``import papers.<slug>.x as m`` with ``m.y``, imports inside functions, and strings
-that name a module (``"papers.<slug>._worker:fn"``, run in a child process). A shared module counts as a whole file
-once a reached definition imports it, with the shared modules it imports in turn; the experiment runner
-(``shared/experiment.py``) is always reached.
+An experiment is the function that its paper's ``experiments.py`` maps to it in ``EXPERIMENTS``; the runner
+(``shared.experiment.main``) calls it. From these two, every top-level definition (function, class, assignment,
+import) of the modules of ``papers`` and ``shared`` that reached code names is followed: ``from .x import y``,
+``import papers.<slug>.x as m`` with ``m.y``, imports inside functions, and strings that name a module
+(``"papers.<slug>._worker:fn"``, run in a child process). A module that is imported also runs its top-level
+statements, its top-level imports and its packages' ``__init__``: those count too.
 
 :func:`experiment_code` maps every reached definition to its source as ``ast.unparse`` prints it with docstrings
 removed, so formatting, comments and docstrings do not count. The reach is an over-approximation (a local
 variable that shadows a module-level name pulls that name's definition in; a module used other than through
 ``m.y`` counts as a whole) and misses only code reached through ``getattr`` on a module object or ``importlib``,
-which the papers do not use on their own modules.
+which the papers do not use on their own modules, and side effects of a module-level assignment whose name no
+reached code uses.
 
 :func:`experiment_changes` compares the reach of one experiment at a past commit (the one a result records in its
 ``provenance.json``) with ``HEAD``, together with the experiment's entry in ``config.yaml`` (its ``params``,
@@ -31,7 +32,7 @@ from shared.config import REPO_ROOT
 
 __all__ = ["Snapshot", "snapshot", "experiment_code", "experiment_config", "experiment_changes"]
 
-RUNNER = "shared/experiment.py"
+RUNNER = "shared.experiment"     # its main() runs every experiment
 IMPORTED = "<import>"   # reach a module only as far as importing it runs (its top-level statements and imports)
 # Files of a paper folder that never change a metric: documentation, the audit's inputs, figure code, the
 # parameter schema (it validates, it fills in nothing) and the config (compared entry by entry instead).
@@ -104,6 +105,16 @@ def _strip_docstrings(tree: ast.AST) -> None:
                 node.body = node.body[1:] or [ast.Pass()]
 
 
+def _split_import(stmt: ast.stmt) -> list[ast.stmt]:
+    """``from m import a, b`` as ``from m import a`` and ``from m import b``, so that each name's definition is
+    its own import (adding a name to an import line changes no other name's)."""
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)) and len(stmt.names) > 1:
+        return [ast.copy_location(ast.Import(names=[a]) if isinstance(stmt, ast.Import) else
+                                  ast.ImportFrom(module=stmt.module, names=[a], level=stmt.level), stmt)
+                for a in stmt.names]
+    return [stmt]
+
+
 def _is_main_guard(stmt: ast.stmt) -> bool:
     test = getattr(stmt, "test", None)
     return isinstance(stmt, ast.If) and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) \
@@ -134,6 +145,7 @@ class _Module:
             else path[: -len("/__init__.py")].replace("/", ".")
         tree = ast.parse(text, filename=path)
         _strip_docstrings(tree)
+        tree.body = [part for stmt in tree.body for part in _split_import(stmt)]
         self.tree = tree
         self.defs: dict[str, list[ast.stmt]] = {}
         self.always: list[ast.stmt] = []     # statements that bind nothing but run on import
@@ -233,39 +245,21 @@ class _Reach:
     def __init__(self, snap: Snapshot):
         self.snap = snap
         self.code: dict[str, str] = {}
-        self.shared: set[str] = set()
+        self.files: set[str] = set()
         self._seen: set[tuple[str, str]] = set()
         self._todo: list[tuple[str, str]] = []
 
     def module(self, dotted: str, name: str = "*") -> None:
-        """Reach ``name`` of a module (``*``: all of it); shared modules are reached as files."""
+        """Reach ``name`` of a module of ``papers`` or ``shared`` (``*``: all of it)."""
         path = self.snap.module_path(dotted)
         if path is None:
             parent, _, last = dotted.rpartition(".")
             if parent and self.snap.module_path(parent):   # papers.x.mod:function strings, attribute paths
                 self.module(parent, last)
             return
-        if path.startswith("shared/"):
-            self.shared_file(path)
-        elif (path, name) not in self._seen:
+        if (path, name) not in self._seen:
             self._seen.add((path, name))
             self._todo.append((path, name))
-
-    def shared_file(self, path: str) -> None:
-        if path in self.shared:
-            return
-        self.shared.add(path)
-        parts = path[:-3].split("/")
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        for depth in range(1, len(parts)):   # the packages on the way are imported too
-            init = "/".join(parts[:depth]) + "/__init__.py"
-            if init in self.snap.files:
-                self.shared_file(init)
-        mod = self.snap.module(path)
-        for dotted, _ in mod.bindings.values():
-            if dotted.split(".")[0] == "shared":
-                self.module(dotted)
 
     def statement(self, mod: _Module, node: ast.AST, skip=lambda n: False) -> None:
         """Reach everything that one statement (or expression) of ``mod`` names."""
@@ -286,7 +280,7 @@ class _Reach:
                 continue
             if attr is not None:
                 self.module(dotted, attr)
-            elif dotted.split(".")[0] == "shared" or name in bare:
+            elif name in bare:
                 self.module(dotted)
             else:
                 for alias, used in attrs:
@@ -302,7 +296,13 @@ class _Reach:
             mod = self.snap.module(path)
             key = f"{path}::<module>"
             if key not in self.code:      # first touch: the module is imported, its top-level imports run
+                self.files.add(path)
                 self.code[key] = mod.source(mod.always)
+                package = path.rsplit("/", 1)[0].replace("/", ".")
+                if path.endswith("/__init__.py"):
+                    package = package.rpartition(".")[0]
+                if package:                 # importing a module runs its packages' __init__ first
+                    self.module(package, IMPORTED)
                 for stmt in mod.always:
                     self.statement(mod, stmt)
                 for dotted in mod.star + mod.top_level_imports:
@@ -320,12 +320,12 @@ class _Reach:
 
 
 def experiment_code(slug: str, experiment: str, snap: Snapshot) -> tuple[dict[str, str], set[str]]:
-    """(definition -> normalised source, shared files) that experiment ``experiment`` of paper ``slug`` can run.
+    """(definition -> normalised source, module files imported) for experiment ``experiment`` of paper ``slug``.
 
     Definitions are keyed ``path::name`` (``path::*`` for a module reached as a whole, ``path::<module>`` for the
     statements a module runs on import)."""
     reach = _Reach(snap)
-    reach.shared_file(RUNNER)
+    reach.module(RUNNER, "main")
     entry = f"papers.{slug}.experiments"
     mod = snap.module(f"papers/{slug}/experiments.py")
     if mod is None:
@@ -344,7 +344,7 @@ def experiment_code(slug: str, experiment: str, snap: Snapshot) -> tuple[dict[st
         reach.code[f"papers/{slug}/experiments.py::EXPERIMENTS[{experiment!r}]"] = ast.unparse(chosen[0])
         reach.statement(mod, table.value, skip=lambda n: id(n) in others)
     reach.run()
-    return reach.code, reach.shared
+    return reach.code, reach.files
 
 
 def experiment_config(slug: str, experiment: str, snap: Snapshot, scale: str = "full") -> dict | None:
@@ -377,10 +377,12 @@ def experiment_changes(slug: str, experiment: str, commit: str, root: Path = REP
         return None
     new = snapshot(_git(root, "rev-parse", "HEAD").strip(), root)   # by hash: HEAD moves, a hash does not
     changed: list[str] = []
-    old_code, old_shared = experiment_code(slug, experiment, old)
-    new_code, new_shared = experiment_code(slug, experiment, new)
+    old_code, _ = experiment_code(slug, experiment, old)
+    new_code, _ = experiment_code(slug, experiment, new)
+    # a module's top-level statements: absent (not imported) and empty (imported, runs nothing) are the same
+    blank = {k: "" for k in set(old_code) | set(new_code) if k.endswith("::<module>")}
+    old_code, new_code = {**blank, **old_code}, {**blank, **new_code}
     changed += sorted(k for k in set(old_code) | set(new_code) if old_code.get(k) != new_code.get(k))
-    changed += sorted(f for f in old_shared | new_shared if old.text(f) != new.text(f))
     old_cfg, new_cfg = experiment_config(slug, experiment, old, scale), experiment_config(slug, experiment, new,
                                                                                            scale)
     if old_cfg is not None and new_cfg is not None:

@@ -64,13 +64,17 @@ def _edit(root, rel, old, new):
 
 def test_an_experiment_reaches_the_definitions_it_names_and_no_others(repo):
     root, commit = repo
-    code, shared = experiment_code("q", "a", Snapshot(root, commit))
+    code, files = experiment_code("q", "a", Snapshot(root, commit))
     assert {"papers/q/experiments.py::run_a", "papers/q/methods.py::solve", "papers/q/methods.py::RATE"} <= set(code)
-    assert not {"papers/q/experiments.py::run_b", "papers/q/methods.py::other", "papers/q/worker.py::go"} & set(code)
-    # the runner, what it imports, and what the imported modules import at top level; never the tests' imports
-    assert {"shared/experiment.py", "shared/results.py", "shared/helper.py", "shared/__init__.py"} == shared
+    assert not {"papers/q/experiments.py::run_b", "papers/q/methods.py::other", "papers/q/worker.py::go",
+                "shared/helper.py::X"} & set(code)
+    # imported: the runner, what it imports, what the paper's modules import at top level, the packages on the
+    # way; never what only the tests import
+    assert files == {"shared/__init__.py", "shared/experiment.py", "shared/results.py", "shared/helper.py",
+                     "papers/__init__.py", "papers/q/__init__.py", "papers/q/experiments.py", "papers/q/methods.py"}
     code_b, _ = experiment_code("q", "b", Snapshot(root, commit))
     assert "papers/q/methods.py::other" in code_b and "papers/q/methods.py::solve" not in code_b
+    assert "shared/helper.py::X" in code_b          # shared definitions are followed like the paper's own
 
 
 def test_a_module_named_in_a_string_is_reached(repo):
@@ -88,7 +92,12 @@ def test_changes_are_attributed_to_the_experiments_that_can_run_them(repo):
     _commit(root, _edit(root, "papers/q/worker.py", "return 1", "return 2"), "worker")
     assert experiment_changes("q", "c", commit, root) == ["papers/q/worker.py::go"]
     _commit(root, {"shared/helper.py": "X = 2\n"}, "shared")
-    assert experiment_changes("q", "a", commit, root) == ["shared/helper.py"]
+    assert experiment_changes("q", "a", commit, root) == []
+    assert experiment_changes("q", "b", commit, root) == ["papers/q/methods.py::other", "shared/helper.py::X"]
+    _commit(root, {"shared/results.py": "R = 2\n"}, "runner's import")   # R is used by no one
+    assert experiment_changes("q", "a", commit, root) == []
+    _commit(root, {"shared/results.py": "R = 2\nprint(R)\n"}, "runner's import runs code")
+    assert experiment_changes("q", "a", commit, root) == ["shared/results.py::<module>", "shared/results.py::R"]
 
 
 def test_docstrings_comments_and_formatting_do_not_count(repo):
@@ -153,5 +162,15 @@ def test_a_dotted_import_without_alias_reaches_the_module(repo):
     commit = _commit(root, {"papers/q/experiments.py": text.replace(
         "def run_a(params, ctx):\n    return M.solve(params['x'])",
         "def run_a(params, ctx):\n    import shared.unused\n    return shared.unused.Y")}, "dotted")
-    _, shared = experiment_code("q", "a", Snapshot(root, commit))
-    assert "shared/unused.py" in shared
+    code, files = experiment_code("q", "a", Snapshot(root, commit))
+    assert "shared/unused.py" in files and "shared/unused.py::*" in code
+
+
+def test_an_import_line_counts_name_by_name(repo):
+    root, commit = repo
+    _commit(root, _edit(root, "papers/q/experiments.py", "from papers.q.methods import other",
+                        "from papers.q.methods import RATE, other"), "import one more name")
+    _commit(root, {"shared/extra.py": "Z = 1\n"}, "a new shared module")
+    _commit(root, _edit(root, "papers/q/experiments.py", "from shared.experiment import main",
+                        "from shared.experiment import main\nfrom shared.extra import Z"), "import it")
+    assert all(experiment_changes("q", e, commit, root) == [] for e in "abc")
