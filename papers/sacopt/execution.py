@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from papers.sacopt.scoring import parse_final_line
 
-__all__ = ["ExecutionResult", "run_model_program", "ALLOWED_IMPORTS", "PRELOAD", "STATUSES",
+__all__ = ["ExecutionResult", "run_model_program", "ALLOWED_IMPORTS", "PRELOAD", "STATUSES", "sandbox_pid",
            "close_sandbox"]
 
 ALLOWED_IMPORTS = ("pulp", "gurobipy", "highspy", "scipy", "numpy", "math", "json", "itertools", "collections")
@@ -29,13 +29,16 @@ _SANDBOX = None
 
 @dataclass
 class ExecutionResult:
-    """``status`` in STATUSES; ``objective`` (float when "ok"); captured ``stdout``/``stderr``; ``wall_s``."""
+    """``status`` in STATUSES; ``objective`` (float when "ok"); captured ``stdout``/``stderr``; ``wall_s``;
+    ``cpu_s``: CPU seconds of the program's process and of the children it waited for (its CBC), as the sandbox
+    reports them."""
 
     status: str
     objective: float | None
     stdout: str
     stderr: str
     wall_s: float
+    cpu_s: float = 0.0
 
 
 def _sandbox():
@@ -45,6 +48,12 @@ def _sandbox():
 
         _SANDBOX = Sandbox(PRELOAD, allow_spawn=ALLOW_SPAWN, allowed_imports=ALLOWED_IMPORTS)
     return _SANDBOX
+
+
+def sandbox_pid() -> int:
+    """Process id of the outermost process of the module's sandbox (``bwrap``), started if need be; the zygote
+    is one of its descendants."""
+    return _sandbox().pid
 
 
 def close_sandbox() -> None:
@@ -87,5 +96,5 @@ def run_model_program(code: str, *, data: dict | None = None, timeout_s: float =
     else:
         status, objective = "error", None
     stderr = res.stderr if res.error is None else (res.stderr + "\n" + str(res.error)).strip()
-    return ExecutionResult(status, objective, res.stdout, stderr, float(res.wall_s))
+    return ExecutionResult(status, objective, res.stdout, stderr, float(res.wall_s), float(res.cpu_s))
 

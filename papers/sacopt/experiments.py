@@ -11,6 +11,7 @@ import functools
 import json
 import os
 import platform
+import resource
 import statistics
 import time
 
@@ -22,11 +23,12 @@ from shared.sandbox import isolation_summary, reset_isolation_summary
 from shared.lm.backends import (DEFAULT_MAX_TOKENS, SCRIPTED_LABEL, Backend, ReplayBackend, ReplayMissError,
                                 ScriptedBackend, cache_key, get_backend)
 from shared.results import write_arrays
+from shared.timing import alternating_least_cpu
 
 from papers.sacopt import problems as G
 from papers.sacopt.complexor import audit as complexor_audit
 from papers.sacopt.datasets import DATASETS, load_dataset
-from papers.sacopt.execution import run_model_program
+from papers.sacopt.execution import run_model_program, sandbox_pid
 from papers.sacopt.formulation import solve_formulation
 from papers.sacopt.pipeline import (COSINE_THRESHOLD, ScriptedModeller, judge_flags, run_forward_only, run_sacopt,
                                     run_standard)
@@ -578,9 +580,117 @@ def _replay_roundtrip_safe(ctx, n):
 
 
 # ---------------------------------------------------------------------------------------------------- perf
+def _cpu_with_children() -> float:
+    """CPU seconds of this process (``time.process_time``) plus those (user + system) of its children that have
+    been waited for.
+
+    pulp runs CBC as a child process, which ``time.process_time`` does not see; the child's time is added to
+    ``RUSAGE_CHILDREN`` when pulp waits for it, i.e. before ``solve_formulation`` returns."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def _schedstat_files(pid: int) -> list:
+    """``/proc/<pid>/task/<tid>/schedstat`` of every thread of ``pid`` and of its descendants (empty when
+    ``/proc`` cannot tell)."""
+    try:
+        files, tids = [], os.listdir(f"/proc/{pid}/task")
+        for tid in tids:
+            files.append(f"/proc/{pid}/task/{tid}/schedstat")
+            with open(f"/proc/{pid}/task/{tid}/children") as handle:
+                for child in handle.read().split():
+                    files += _schedstat_files(int(child))
+        return files
+    except (OSError, ValueError):
+        return []
+
+
+def _run_seconds(files) -> float | None:
+    """Sum of the run times (first field, ns) of the ``schedstat`` files, in seconds; None when one is gone."""
+    total = 0
+    try:
+        for path in files:
+            with open(path) as handle:
+                total += int(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return total / 1e9
+
+
+class _WorkClock:
+    """CPU seconds of every process that works on a solve or on a sandboxed run of a model program.
+
+    ``clock()`` is :func:`_cpu_with_children` (this process and its waited-for children: pulp's CBC) plus
+    ``sandbox_s``, the CPU seconds that :meth:`run` calls spent outside this process: the sandbox's own
+    processes (the zygote forks the run, writes its files and cleans up; their run time is read from
+    ``/proc/<pid>/task/<tid>/schedstat`` around the call, none where ``/proc`` cannot tell) and the program
+    with the children it waited for (its CBC; ``ExecutionResult.cpu_s``). On an idle machine the sum matches the
+    wall time of the run (the processes work one after the other); unlike wall time it leaves out the waits for
+    a core while other jobs hold the cores, which grow with each hand-over between processes.
+    """
+
+    def __init__(self):
+        self.sandbox_s = 0.0
+        self._files = (None, [])  # (sandbox pid, its schedstat files)
+
+    def clock(self) -> float:
+        return _cpu_with_children() + self.sandbox_s
+
+    def run(self, program: str, data: dict):
+        pid = sandbox_pid()
+        if self._files[0] != pid:
+            self._files = (pid, _schedstat_files(pid))
+        files = self._files[1]
+        before = _run_seconds(files)
+        res = run_model_program(program, data=data)
+        after = _run_seconds(files)
+        zygote = after - before if before is not None and after is not None else 0.0
+        self.sandbox_s += max(0.0, zygote) + res.cpu_s
+        return res
+
+
+def _medians(per_problem: list) -> dict:
+    """Median over problems of each name's seconds, from a list of ``{name: seconds}`` (one per problem)."""
+    return {name: float(statistics.median(t[name] for t in per_problem)) for name in per_problem[0]}
+
+
+def _solve_timings(probs, rounds: int) -> list:
+    """Per-problem least CPU seconds of solving the gold model with HiGHS, CBC (and gurobipy) in process and of
+    running its program in the sandbox.
+
+    One :func:`shared.timing.alternating_least_cpu` over every (problem, way) pair: after one untimed call of
+    each, every round calls the ways of the first problem in turn, then those of the next, and so on, so that
+    the ways of a problem are measured next to each other and each pair's ``rounds`` measurements are spread
+    over the whole timing (a burst of load from other jobs reaches one round, not every round of some problems);
+    each pair keeps its least time per call. The clock is that of :class:`_WorkClock`, so that CBC's child
+    process and the sandbox's processes count. A call lasts a millisecond or more, far above the clocks'
+    resolution (ns, µs), so calls are not batched.
+    Returns one ``{"highs": s, "cbc": s, ["gurobi": s,] "sandbox": s}`` per problem.
+    """
+    ways = ["highs", "cbc"]
+    try:
+        import gurobipy  # noqa: F401
+        ways.append("gurobi")
+    except ImportError:
+        pass
+    work, fns = _WorkClock(), {}
+    for i, pr in enumerate(probs):
+        for b in ways:
+            fns[f"{i}:{b}"] = functools.partial(solve_formulation, pr.formulation, backend=b)
+        program = G.assemble_program(pr.prelude, pr.objective_code, pr.fragments)
+        fns[f"{i}:sandbox"] = functools.partial(work.run, program, pr.data)
+    seconds = alternating_least_cpu(fns, rounds, min_seconds=0.0, cpu_clock=work.clock)["seconds"]
+    return [{w: seconds[f"{i}:{w}"] for w in ways + ["sandbox"]} for i in range(len(probs))]
+
+
 def perf(params: dict, ctx: RunContext):
     """Side by side: per-problem LLM calls, tokens and wall time of forward-only vs SAC-Opt (scripted), and
-    solve time HiGHS vs CBC (vs gurobipy) on the gold models, sandbox run vs in-process solve."""
+    the gold models of the first ``timed_problems`` problems solved by HiGHS vs CBC (vs gurobipy) in process
+    and run in the sandbox (:func:`_solve_timings`).
+
+    ``solve_median_s``: median over problems of each one's least CPU seconds per call (all processes involved:
+    CBC's child, the sandbox's zygote and program); ``cbc_over_highs`` and ``sandbox_over_inprocess_cbc`` are
+    ratios of these medians (CBC over HiGHS, sandbox over in-process CBC)."""
     probs = G.generate_problems(int(params["n_problems"]), seed=ctx.seed + 3, verify=False)
     sm = ScriptedModeller(probs, q=params["q"], q_crash=0.0, p=params["p"], p_debug=1.0, seed=ctx.seed)
     be = sm.backend()
@@ -592,20 +702,8 @@ def perf(params: dict, ctx: RunContext):
             r = fn()
             cost[name].append((r.llm_calls, r.prompt_tokens + r.completion_tokens, r.wall_s))
     c = {k: np.array(v, dtype=float).mean(axis=0) for k, v in cost.items()}
-    solve_t = {"highs": [], "cbc": [], "sandbox": []}
-    try:
-        import gurobipy  # noqa: F401
-        solve_t["gurobi"] = []
-    except ImportError:
-        pass
-    for pr in probs:
-        for b in [k for k in solve_t if k != "sandbox"]:
-            t0 = time.perf_counter()
-            solve_formulation(pr.formulation, backend=b)
-            solve_t[b].append(time.perf_counter() - t0)
-        res = run_model_program(G.assemble_program(pr.prelude, pr.objective_code, pr.fragments), data=pr.data)
-        solve_t["sandbox"].append(res.wall_s)
-    med = {k: float(statistics.median(v)) for k, v in solve_t.items()}
+    timed = _solve_timings(probs[:int(params["timed_problems"])], int(params["rounds"]))
+    med = _medians(timed)
     metrics = {
         "llm_backend": SCRIPTED_LABEL, "n_problems": len(probs), "hardware": f"{platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} logical CPUs, {platform.system()}",
@@ -615,11 +713,12 @@ def perf(params: dict, ctx: RunContext):
         "calls_ratio": float(c["sacopt-prompt"][0] / c["forward-only"][0]),
         "tokens_ratio": float(c["sacopt-prompt"][1] / c["forward-only"][1]),
         "wall_ratio": float(c["sacopt-prompt"][2] / c["forward-only"][2]),
+        "timed_problems": len(timed), "timing_rounds": int(params["rounds"]),
         "solve_median_s": med, "cbc_over_highs": med["cbc"] / med["highs"],
         "sandbox_over_inprocess_cbc": med["sandbox"] / med["cbc"],
-        "gurobi_available": "gurobi" in solve_t,
+        "gurobi_available": "gurobi" in med,
     }
-    rows = [{"method": k, "seed": 0, "step": 0, "metric": "median_solve_s", "value": v} for k, v in med.items()]
+    rows = [{"method": k, "seed": 0, "step": 0, "metric": "median_solve_cpu_s", "value": v} for k, v in med.items()]
     return rows, metrics
 
 

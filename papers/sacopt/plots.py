@@ -142,14 +142,16 @@ def _performance(results: Path, out: Path) -> None:
                               for key, ratio in (("calls_per_problem", "calls_ratio"),
                                                  ("tokens_per_problem", "tokens_ratio"),
                                                  ("wall_s_per_problem", "wall_ratio"))])
-    backends = pd.DataFrame([{"backend": b, "median s": v, "ratio to HiGHS": f"{v / med['highs']:.3g}"}
+    backends = pd.DataFrame([{"backend": b, "median CPU s": v, "ratio to HiGHS": f"{v / med['highs']:.3g}"}
                              for b, v in med.items()])
     path = out / "performance_table.md"
     atomic_write_text(path, "\n".join([
         f"# Performance (hardware: {m['hardware']}; {m['n_problems']} generated problems)\n",
         f"Pipelines ({SCRIPTED_LABEL}): SAC-Opt vs forward-only per problem\n",
         markdown_table(pipelines, floatfmt=".4g"),
-        "Solving the gold models (median seconds per model)\n",
+        f"Solving the gold models of {m['timed_problems']} problems in process, and running their programs in the "
+        f"sandbox (median over problems of the least CPU seconds per call in {m['timing_rounds']} alternating "
+        f"rounds; the CPU time of CBC's child process and of the sandbox's processes included)\n",
         markdown_table(backends, floatfmt=".4g"),
         f"Sandbox (zygote fork + program + CBC) over in-process CBC: {m['sandbox_over_inprocess_cbc']:.3g}. "
         f"gurobipy available: {m['gurobi_available']}.\n"]))
