@@ -126,7 +126,7 @@ def _bound_names(stmt: ast.stmt) -> set[str]:
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return {stmt.name}
     names: set[str] = set()
-    for node in ast.walk(stmt):
+    for node in _walk_outside_functions(stmt, _OWN_SCOPES):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update((a.asname or a.name.split(".")[0]) for a in node.names if a.name != "*")
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
@@ -165,6 +165,16 @@ class _Module:
                                          for dotted, _ in _import_bindings([stmt], self, nested=False).values()
                                          if dotted.split(".")[0] in ("papers", "shared")})
         self._unparsed: dict[int, str] = {}
+        self._refs: dict[int, tuple] = {}
+
+    def references(self, node: ast.AST):
+        """:func:`_references` of a statement of this module and the imports inside it (computed once)."""
+        if id(node) not in self._refs:
+            names, attrs, bare, strings, imports = _references(node)
+            local = _bindings_of(imports, self)
+            dotted = [k for k in {**self.bindings, **local} if "." in k]
+            self._refs[id(node)] = (names, attrs, bare, strings, local, dotted)
+        return self._refs[id(node)]
 
     def source(self, stmts) -> str:
         """The statements as ``ast.unparse`` prints them (docstrings already removed)."""
@@ -182,45 +192,53 @@ class _Module:
         return ".".join(base + ([node.module] if node.module else []))
 
 
-def _walk_outside_functions(stmt: ast.AST):
-    """``ast.walk`` that does not enter function bodies."""
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_OWN_SCOPES = _FUNCTIONS + (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)  # names bound inside stay
+
+
+def _walk_outside_functions(stmt: ast.AST, skip: tuple = _FUNCTIONS):
+    """``ast.walk`` that does not enter function bodies (nor the other node types in ``skip``)."""
     todo = [stmt]
     while todo:
         node = todo.pop()
         yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if not isinstance(node, skip):
             todo.extend(ast.iter_child_nodes(node))
 
 
 def _import_bindings(body, module: _Module, nested: bool = True) -> dict[str, tuple[str, str | None]]:
     """Name -> (dotted module, attribute or None for the module itself), for the imports in ``body`` (with
     ``nested`` those inside its functions too; without, only what runs when ``body`` runs)."""
-    bindings: dict[str, tuple[str, str | None]] = {}
     walk = ast.walk if nested else _walk_outside_functions
-    for stmt in body:
-        for node in walk(stmt):
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    if a.asname:
-                        bindings[a.asname] = (a.name, None)
-                    else:   # ``import a.b.c`` binds ``a``; the dotted key (never an identifier) keeps ``a.b.c``
-                        bindings[a.name.split(".")[0]] = (a.name.split(".")[0], None)
-                        bindings[a.name] = (a.name, None)
-            elif isinstance(node, ast.ImportFrom):
-                base = module.absolute(node)
-                for a in node.names:
-                    if a.name == "*":
-                        continue
-                    sub = f"{base}.{a.name}"
-                    bound = (sub, None) if module.snap.module_path(sub) else (base, a.name)
-                    bindings[a.asname or a.name] = bound
+    return _bindings_of([n for stmt in body for n in walk(stmt) if isinstance(n, (ast.Import, ast.ImportFrom))],
+                        module)
+
+
+def _bindings_of(imports, module: _Module) -> dict[str, tuple[str, str | None]]:
+    """The names that import statements bind (:func:`_import_bindings`), in order."""
+    bindings: dict[str, tuple[str, str | None]] = {}
+    for node in imports:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    bindings[a.asname] = (a.name, None)
+                else:   # ``import a.b.c`` binds ``a``; the dotted key (never an identifier) keeps ``a.b.c``
+                    bindings[a.name.split(".")[0]] = (a.name.split(".")[0], None)
+                    bindings[a.name] = (a.name, None)
+        else:
+            base = module.absolute(node)
+            for a in node.names:
+                if a.name == "*":
+                    continue
+                sub = f"{base}.{a.name}"
+                bindings[a.asname or a.name] = (sub, None) if module.snap.module_path(sub) else (base, a.name)
     return bindings
 
 
 def _references(node: ast.AST, skip=lambda n: False):
     """Names used in ``node``, (name, attribute) pairs of ``name.attribute``, names used other than as the
-    base of an attribute, and dotted module names inside string constants."""
-    names, attrs, bare, strings = set(), set(), set(), set()
+    base of an attribute, dotted module names inside string constants, and the import statements inside."""
+    names, attrs, bare, strings, imports = set(), set(), set(), set(), []
     todo = [node]
     while todo:
         n = todo.pop()
@@ -235,8 +253,10 @@ def _references(node: ast.AST, skip=lambda n: False):
             bare.add(n.id)
         elif isinstance(n, ast.Constant) and isinstance(n.value, str):
             strings.update(_MODULE_STRING.findall(n.value))
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            imports.append(n)
         todo.extend(ast.iter_child_nodes(n))
-    return names, attrs, bare, strings
+    return names, attrs, bare, strings, imports
 
 
 class _Reach:
@@ -261,15 +281,19 @@ class _Reach:
             self._seen.add((path, name))
             self._todo.append((path, name))
 
-    def statement(self, mod: _Module, node: ast.AST, skip=lambda n: False) -> None:
+    def statement(self, mod: _Module, node: ast.AST, skip=None) -> None:
         """Reach everything that one statement (or expression) of ``mod`` names."""
-        names, attrs, bare, strings = _references(node, skip)
-        local = _import_bindings([node], mod) if isinstance(node, ast.stmt) else {}
+        if skip is None:
+            names, attrs, bare, strings, local, dotted_keys = mod.references(node)
+        else:
+            names, attrs, bare, strings, _ = _references(node, skip)
+            local, dotted_keys = {}, [k for k in mod.bindings if "." in k]
         for dotted, function in strings:
             self.module(dotted, function or "*")
         for name in names:
-            for key in [k for k in {**mod.bindings, **local} if k.startswith(f"{name}.")]:
-                self.module(key)                    # ``import a.b.c`` then ``a.b.c.f``: all of a.b.c
+            for key in dotted_keys:
+                if key.startswith(f"{name}."):
+                    self.module(key)                # ``import a.b.c`` then ``a.b.c.f``: all of a.b.c
             bound = local.get(name) or mod.bindings.get(name)
             if bound is None:
                 if name in mod.defs:

@@ -174,3 +174,15 @@ def test_an_import_line_counts_name_by_name(repo):
     _commit(root, _edit(root, "papers/q/experiments.py", "from shared.experiment import main",
                         "from shared.experiment import main\nfrom shared.extra import Z"), "import it")
     assert all(experiment_changes("q", e, commit, root) == [] for e in "abc")
+
+
+def test_a_comprehension_over_the_table_does_not_join_the_experiments(repo):
+    root, _ = repo
+    text = (root / "papers/q/experiments.py").read_text()
+    commit = _commit(root, {"papers/q/experiments.py": text.replace(
+        "EXPERIMENTS = {'a': run_a, 'b': run_b, 'c': run_c}",
+        "EXPERIMENTS = {name: _call(fn) for name, fn in {'a': run_a, 'b': run_b, 'c': run_c}.items()}")},
+        "wrapped")
+    code, _ = experiment_code("q", "a", Snapshot(root, commit))
+    assert "papers/q/experiments.py::run_a" in code and "papers/q/experiments.py::_call" in code
+    assert "papers/q/experiments.py::run_b" not in code
