@@ -9,8 +9,9 @@ compares each fresh ratio r_f with the committed one r_c (``results/full/<slug>/
     | r_f / r_c - 1 | <= tolerance        (tolerance = 0.3 in the manifest).
 
 Times depend on the machine and on what else runs on it, so every run records the processor of the committed
-and of the fresh run, the 1-minute load average before and after the fresh run, and whether the paper's code
-changed since the committed run (then the two ratios measure different code and the comparison says so).
+and of the fresh run, the 1-minute load average before and after the fresh run, and what of the experiment's code
+or config changed since the committed run (:func:`shared.experiment_code.experiment_changes`; then the two
+ratios measure different code and the comparison says so).
 
 Usage (writes ``reports/performance_reproducibility.{md,json}``; ``make perf-check``)::
 
@@ -206,7 +207,7 @@ def render_markdown(result: dict) -> str:
               "Load average: the 1-minute load of the machine just before and after the fresh run (the committed run's "
               "load is not recorded; its wall time far above its CPU time shows a shared machine).", "",
               "| paper | experiment | committed at | committed run CPU / wall s | fresh run at | fresh run CPU / wall s "
-              "| load before / after | processor committed / fresh | paper code changed since the committed run |",
+              "| load before / after | processor committed / fresh | experiment's code or config changed since the committed run |",
               "|---|---|---|---|---|---|---|---|---|"]
     for p in result["papers"]:
         c, r = p["committed_run"], p["run"]
