@@ -49,8 +49,8 @@ _HEADER = ["| paper | fidelity | official addressed | paper claims (judged) | re
            "inconclusive | not evaluated | checks passing | without a control | experiment wall (s) | commit |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 _SUMMED = ("official_addressed", "official_total", "paper_total", "reproduced", "reduced", "not_reproduced",
-           "inconclusive", "not_evaluated", "cannot_fail", "checks_passing", "checks_total", "findings_holding",
-           "findings_total", "no_control")
+           "inconclusive", "not_evaluated", "cannot_fail", "checks_passing", "checks_total", "checks_not_evaluated",
+           "findings_holding", "findings_total", "no_control")
 
 
 def _blocks(scale: str) -> list[dict]:
@@ -68,8 +68,13 @@ def _row(b: dict) -> str:
     return (f"| [{b['slug']}]({b['file']}) | {b['fidelity']} | {official} | "
             f"{c['paper_total']} ({c['paper_total'] - c['not_evaluated']}) | {c['reproduced']} | "
             f"{c['reduced']} | {c['not_reproduced']} | {c['inconclusive']} | {c['not_evaluated']} | "
-            f"{c['checks_passing']} of {c['checks_total']} | {c.get('no_control', 0)} | {b['wall_s']:.0f} | "
-            f"`{b['commit'][:10]}` |")
+            f"{c['checks_passing']} of {c['checks_total']}{_not_evaluated(c)} | {c.get('no_control', 0)} | "
+            f"{b['wall_s']:.0f} | `{b['commit'][:10]}` |")
+
+
+def _not_evaluated(c: dict) -> str:
+    """`` (n not evaluated)`` when some checks are not evaluated (they are in neither side of passing f of g)."""
+    return f" ({c['checks_not_evaluated']} not evaluated)" if c.get("checks_not_evaluated") else ""
 
 
 def _total(blocks: list[dict]) -> dict:

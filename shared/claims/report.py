@@ -69,17 +69,20 @@ def count_verdicts(kinds: dict, verdicts: dict, official: dict) -> dict:
             "not_reproduced": paper[NOT_REPRODUCED], "inconclusive": paper[INCONCLUSIVE],
             "not_evaluated": paper[NOT_EVALUATED], "cannot_fail": paper[CANNOT_FAIL],
             "checks_passing": checks[PASSES] + paper[CANNOT_FAIL],
-            "checks_total": sum(checks.values()) + paper[CANNOT_FAIL],
+            "checks_total": sum(checks.values()) + paper[CANNOT_FAIL], "checks_not_evaluated": checks[NOT_EVALUATED],
             "findings_holding": findings[PASSES], "findings_total": sum(findings.values())}
 
 
 def count_line(c: dict) -> str:
-    """official claims addressed k of M; paper claims reproduced a, reduced b, ...; checks passing f of g."""
+    """official claims addressed k of M; paper claims reproduced a, reduced b, ...; checks passing f of g
+    (n not evaluated)."""
     official = (f"official claims addressed {c['official_addressed']} of {c['official_total']}; "
                 if c["official_total"] else "no official claims located; ")
     line = (official + f"paper claims ({c['paper_total']}): reproduced {c['reproduced']}, reduced {c['reduced']}, "
             f"not reproduced {c['not_reproduced']}, inconclusive {c['inconclusive']}, not evaluated "
             f"{c['not_evaluated']}; checks passing {c['checks_passing']} of {c['checks_total']}")
+    if c.get("checks_not_evaluated"):
+        line += f" ({c['checks_not_evaluated']} not evaluated)"
     if c["cannot_fail"]:
         line += f" (including {c['cannot_fail']} paper claim(s) that cannot fail)"
     if c["findings_total"]:

@@ -11,7 +11,7 @@ from shared.claims import (CANNOT_FAIL, FAILS, INCONCLUSIVE, MISSING, NOT_EVALUA
 from shared.claims.freshness import changed_inputs, engine_inputs, inputs_dirty, report_inputs
 from shared.claims.gate import audit_block, freshness_problems
 from shared.claims.official import NOT_ADDRESSED, OFFICIAL_FILE, combine, coverage_problems, official_claims
-from shared.claims.report import count_verdicts, parse_audit_block, readme_section
+from shared.claims.report import count_line, count_verdicts, parse_audit_block, readme_section
 from shared.claims.stats import decide_interval, mean_interval
 from shared.codedeps import paper_dependencies, shared_closure
 from shared.config import REPO_ROOT, ConfigError
@@ -291,6 +291,10 @@ def test_counts_keep_checks_and_claims_that_cannot_fail_apart():
     c = count_verdicts(kinds, verdicts, {"addressed": 1, "total": 2})
     assert (c["reproduced"], c["paper_total"], c["not_evaluated"]) == (1, 2, 1)
     assert (c["checks_passing"], c["checks_total"], c["cannot_fail"]) == (2, 3, 1)
+    assert c["checks_not_evaluated"] == 0 and "not evaluated)" not in count_line(c)
+    c = count_verdicts({**kinds, "f": "check"}, {**verdicts, "f": NOT_EVALUATED}, {})
+    assert (c["checks_passing"], c["checks_total"], c["checks_not_evaluated"]) == (2, 4, 1)
+    assert "checks passing 2 of 4 (1 not evaluated)" in count_line(c)
 
 
 def test_gate_flags_wrong_verdicts_coverage_and_few_samples():
