@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from papers.sacopt.scoring import parse_final_line
 
-__all__ = ["ExecutionResult", "run_model_program", "ALLOWED_IMPORTS", "PRELOAD", "STATUSES", "sandbox_pid",
-           "close_sandbox"]
+__all__ = ["ExecutionResult", "run_model_program", "run_in_sandbox", "ALLOWED_IMPORTS", "PRELOAD", "STATUSES",
+           "sandbox_pid", "close_sandbox"]
 
 ALLOWED_IMPORTS = ("pulp", "gurobipy", "highspy", "scipy", "numpy", "math", "json", "itertools", "collections")
 PRELOAD = ("json", "math", "numpy", "pulp")
@@ -29,16 +29,13 @@ _SANDBOX = None
 
 @dataclass
 class ExecutionResult:
-    """``status`` in STATUSES; ``objective`` (float when "ok"); captured ``stdout``/``stderr``; ``wall_s``;
-    ``cpu_s``: CPU seconds of the program's process and of the children it waited for (its CBC), as the sandbox
-    reports them."""
+    """``status`` in STATUSES; ``objective`` (float when "ok"); captured ``stdout``/``stderr``; ``wall_s``."""
 
     status: str
     objective: float | None
     stdout: str
     stderr: str
     wall_s: float
-    cpu_s: float = 0.0
 
 
 def _sandbox():
@@ -54,6 +51,15 @@ def sandbox_pid() -> int:
     """Process id of the outermost process of the module's sandbox (``bwrap``), started if need be; the zygote
     is one of its descendants."""
     return _sandbox().pid
+
+
+def run_in_sandbox(code: str, data: dict, *, timeout_s: float = 30.0, memory_mb: int = 2048):
+    """The sandbox's own result of running ``code`` with ``data`` as ``data.json``, under the limits of
+    :func:`run_model_program` (for timing: it carries ``cpu_s``, the CPU seconds of the program and of the
+    children it waited for, its CBC)."""
+    payload = json.dumps(data, sort_keys=True, allow_nan=False)
+    return _sandbox().run_code(code, files={"data.json": payload}, timeout_s=float(timeout_s),
+                               cpu_s=float(min(20.0, timeout_s)), memory_mb=memory_mb)
 
 
 def close_sandbox() -> None:
@@ -96,5 +102,5 @@ def run_model_program(code: str, *, data: dict | None = None, timeout_s: float =
     else:
         status, objective = "error", None
     stderr = res.stderr if res.error is None else (res.stderr + "\n" + str(res.error)).strip()
-    return ExecutionResult(status, objective, res.stdout, stderr, float(res.wall_s), float(res.cpu_s))
+    return ExecutionResult(status, objective, res.stdout, stderr, float(res.wall_s))
 

@@ -28,7 +28,7 @@ from shared.timing import alternating_least_cpu
 from papers.sacopt import problems as G
 from papers.sacopt.complexor import audit as complexor_audit
 from papers.sacopt.datasets import DATASETS, load_dataset
-from papers.sacopt.execution import run_model_program, sandbox_pid
+from papers.sacopt.execution import run_in_sandbox, run_model_program, sandbox_pid
 from papers.sacopt.formulation import solve_formulation
 from papers.sacopt.pipeline import (COSINE_THRESHOLD, ScriptedModeller, judge_flags, run_forward_only, run_sacopt,
                                     run_standard)
@@ -624,7 +624,7 @@ class _WorkClock:
     ``sandbox_s``, the CPU seconds that :meth:`run` calls spent outside this process: the sandbox's own
     processes (the zygote forks the run, writes its files and cleans up; their run time is read from
     ``/proc/<pid>/task/<tid>/schedstat`` around the call, none where ``/proc`` cannot tell) and the program
-    with the children it waited for (its CBC; ``ExecutionResult.cpu_s``). On an idle machine the sum matches the
+    with the children it waited for (its CBC; the sandbox result's ``cpu_s``, :func:`run_in_sandbox`). On an idle machine the sum matches the
     wall time of the run (the processes work one after the other); unlike wall time it leaves out the waits for
     a core while other jobs hold the cores, which grow with each hand-over between processes.
     """
@@ -642,7 +642,7 @@ class _WorkClock:
             self._files = (pid, _schedstat_files(pid))
         files = self._files[1]
         before = _run_seconds(files)
-        res = run_model_program(program, data=data)
+        res = run_in_sandbox(program, data)
         after = _run_seconds(files)
         zygote = after - before if before is not None and after is not None else 0.0
         self.sandbox_s += max(0.0, zygote) + res.cpu_s

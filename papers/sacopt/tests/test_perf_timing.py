@@ -7,7 +7,6 @@ import pytest
 
 from papers.sacopt import experiments as E
 from papers.sacopt import problems as G
-from papers.sacopt.execution import ExecutionResult
 
 
 def test_cpu_with_children_adds_process_time_and_children_user_and_system(monkeypatch):
@@ -38,7 +37,7 @@ def test_work_clock_adds_sandbox_processes_and_program_cpu(monkeypatch):
     monkeypatch.setattr(E, "sandbox_pid", lambda: 42)
     monkeypatch.setattr(E, "_schedstat_files", lambda pid: [f"/proc/{pid}/task/{pid}/schedstat"])
     monkeypatch.setattr(E, "_run_seconds", lambda files: next(readings))
-    monkeypatch.setattr(E, "run_model_program", lambda program, data: ExecutionResult("ok", 0.0, "", "", 1.0, 0.25))
+    monkeypatch.setattr(E, "run_in_sandbox", lambda program, data: SimpleNamespace(status="ok", wall_s=1.0, cpu_s=0.25))
     monkeypatch.setattr(E, "_cpu_with_children", lambda: 10.0)
     work = E._WorkClock()
     assert work.clock() == 10.0
