@@ -146,7 +146,7 @@ def _performance_table(results: Path, out: Path) -> None:
             f"Matrix game (uniform, seed 0): time to a duality gap of 1e-3 against the HiGHS LP "
             f"({1e3 * timing['games']['lp_s']:.3g} ms); CPU seconds, the LP and the runs that reach the target timed "
             f"in alternation, least of repeated calls.", "", games_md, "",
-            "Nuclear-ball oracles (median of repeated calls):", "", _md(nuc)]
+            "Nuclear-ball oracles (least CPU seconds per call over alternating rounds):", "", _md(nuc)]
     if "cvxpy" in det:
         c = det["cvxpy"]
         text += ["", f"cvxpy normNuc value {c['value']:.6g} ({c['solver']}); V-x bracket "
