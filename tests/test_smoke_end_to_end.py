@@ -1,24 +1,17 @@
 """The whole DAG at smoke scale, end to end through the audit, in a temporary copy; then determinism.
 
-The copy holds what git would commit (tracked and untracked-but-not-ignored files), so a file that is
-missing from the repository fails here as it would on a fresh clone.
+The copy (the ``smoke_run`` fixture of ``tests/conftest.py``) holds what git would commit (tracked and
+untracked-but-not-ignored files), so a file that is missing from the repository fails here as it would on a
+fresh clone.
 """
 import subprocess
 import sys
 
 import pytest
 
-from tests.helpers import copy_repository, deterministic_metrics, snakemake
+from tests.helpers import deterministic_metrics, snakemake
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    work = copy_repository(tmp_path_factory.mktemp("smoke"))
-    out = snakemake("--cores", "2", "--config", "scale=smoke", cwd=work)
-    assert out.returncode == 0, out.stdout[-6000:]
-    return work
 
 
 def test_smoke_dag_runs_through_the_audit(smoke_run):
@@ -36,8 +29,10 @@ def test_rerun_recomputes_nothing(smoke_run):
 
 
 def test_smoke_metrics_are_byte_identical_when_recomputed(smoke_run):
+    """Every experiment whose metrics must be byte-identical runs again, with everything it depends on
+    (``--forceall`` on its metrics file as target); figures, reports and timing experiments do not."""
     first = deterministic_metrics(smoke_run)
-    out = snakemake("--cores", "2", "--config", "scale=smoke", "--forcerun", "--forceall", cwd=smoke_run)
+    out = snakemake(*first, "--cores", "2", "--config", "scale=smoke", "--forceall", cwd=smoke_run)
     assert out.returncode == 0, out.stdout[-6000:]
     second = deterministic_metrics(smoke_run)
     assert first.keys() == second.keys() and first
