@@ -7,7 +7,9 @@
   :math:`J_{dw}(i,j) = -J_{ij}` for :math:`i < j`.
 - Ballistic simulated bifurcation (Goto et al., Sci. Adv. 2021):
   :math:`y \\mathrel{+}= (-(a_0 - a(t)) x + c_0 J x)\\,dt`, :math:`x \\mathrel{+}= a_0 y\\, dt`, inelastic walls at
-  :math:`|x_i| = 1`; :math:`c_0 = 0.5 / (\\sqrt n \\sqrt{\\sum_{ij} J_{ij}^2 / (n(n-1))})`.
+  :math:`|x_i| = 1`; :math:`c_0 = 0.5 / (\\sqrt n \\sqrt{\\sum_{ij} J_{ij}^2 / (n(n-1))})`. The step is lowered below
+  the stability limit of this symplectic Euler update (:func:`bsb_time_step`) when Goto's dt = 1.25 exceeds it, as
+  it does on every MAX-CUT graph with many edges per vertex.
 - Goemans-Williamson: :math:`\\max \\sum_{i<j} W_{ij}(1 - X_{ij})/2` s.t. :math:`X \\succeq 0`, diag X = 1, and
   Gaussian hyperplane rounding of :math:`V` with :math:`X = V V^\\top` (Goemans & Williamson, JACM 1995).
 - Number partitioning: Karmarkar-Karp largest differencing (Karmarkar & Karp 1982) with the partition recovered by
@@ -26,7 +28,8 @@ from shared.solvers import SolverError, solve
 from .problems import check_npp_numbers, check_spins
 from .solver import check_coupling
 
-__all__ = ["one_flip_local_search", "greedy_restarts", "simulated_annealing", "ballistic_sb", "gw_maxcut",
+__all__ = ["one_flip_local_search", "greedy_restarts", "simulated_annealing", "bsb_c0", "bsb_time_step",
+           "ballistic_sb", "gw_maxcut",
            "karmarkar_karp", "greedy_partition"]
 
 
@@ -117,21 +120,66 @@ def simulated_annealing(J, *, num_reads: int, num_sweeps: int = 1000, seed: int 
     return S, E, sec
 
 
-def ballistic_sb(J, *, steps: int = 2000, dt: float = 1.25, a0: float = 1.0, reads: int = 1, seed: int = 0):
-    """Ballistic simulated bifurcation with ``reads`` columns (``default_rng(seed)``: x0, y0 ~ U(-0.1, 0.1));
-    a(t) rises linearly from 0 to a0 over ``steps``. Returns (spins (n, R) int8 with sign(0) = +1, energies (R,))."""
+def bsb_c0(J) -> float:
+    """Goto's coupling scale :math:`c_0 = 0.5 / (\\sqrt n\\, \\sigma_J)`,
+    :math:`\\sigma_J^2 = \\sum_{ij} J_{ij}^2 / (n(n-1))` (Goto et al., Sci. Adv. 2021). ValueError when J is zero."""
     J = check_coupling(J)
     n = J.shape[0]
     sq = float((J.multiply(J)).sum()) if sp.issparse(J) else float(np.sum(J * J))
     if sq == 0:
         raise ValueError("J must not be zero")
-    c0 = 0.5 / (np.sqrt(n) * np.sqrt(sq / (n * (n - 1))))
+    return 0.5 / (np.sqrt(n) * np.sqrt(sq / (n * (n - 1))))
+
+
+def bsb_time_step(J, *, dt: float = 1.25, a0: float = 1.0, safety: float = 0.9) -> float:
+    r"""The largest step, at most ``dt``, at which ballistic SB's update is stable on ``J``.
+
+    Between the walls the update is symplectic Euler for :math:`\ddot x = a_0(-(a_0 - a) x + c_0 J x)`; an
+    eigenvector of J with eigenvalue :math:`\mu` oscillates with stiffness :math:`k = a_0 (a_0 - a - c_0 \mu)`
+    where :math:`k > 0`, and symplectic Euler is stable iff :math:`k\, dt^2 < 4`. The stiffest mode is the
+    smallest eigenvalue at :math:`a = 0`, so the step is
+    :math:`\min(dt,\ \mathrm{safety} \cdot 2 / \sqrt{a_0 (a_0 - c_0 \mu_{\min})})`. Goto's dt = 1.25 assumes the
+    semicircle spectrum of a dense zero-mean J (:math:`c_0 |\mu_{\min}| \approx 1`, limit 1.41); for MAX-CUT
+    (J = -W) :math:`\mu_{\min}` is minus about the mean degree, and at dt = 1.25 the uniform mode grows every step
+    until every spin hits the same wall (a cut near zero).
+    """
+    import scipy.sparse.linalg as sla
+
+    for v, nm in ((dt, "dt"), (a0, "a0")):
+        if not (np.isfinite(v) and v > 0):
+            raise ValueError(f"{nm} must be positive and finite, got {v!r}")
+    if not 0 < safety <= 1:
+        raise ValueError(f"safety must lie in (0, 1], got {safety!r}")
+    J = check_coupling(J)
+    c0 = bsb_c0(J)
+    if J.shape[0] <= 64:
+        mu = float(np.linalg.eigvalsh(J.toarray() if sp.issparse(J) else J)[0])
+    else:
+        op = sp.csr_matrix(J, dtype=np.float64) if sp.issparse(J) else np.asarray(J, dtype=np.float64)
+        mu = float(sla.eigsh(op, k=1, which="SA", return_eigenvectors=False, v0=np.ones(J.shape[0]))[0])
+    stiffness = a0 * (a0 - c0 * min(mu, 0.0))
+    return float(min(dt, safety * 2.0 / np.sqrt(stiffness)))
+
+
+def ballistic_sb(J, *, steps: int = 2000, dt: float = 1.25, a0: float = 1.0, reads: int = 1, seed: int = 0,
+                 stable_step: bool = True):
+    """Ballistic simulated bifurcation with ``reads`` columns (``default_rng(seed)``: x0, y0 ~ U(-0.1, 0.1)).
+
+    The pump a(t) rises linearly from 0 to a0 over ``steps`` x ``dt`` time units. With ``stable_step`` (the
+    default) the step is :func:`bsb_time_step` and the number of steps grows so that the ramp keeps that length;
+    ``stable_step=False`` integrates at ``dt`` as given (Goto's 1.25, unstable on MAX-CUT graphs: the control).
+    Returns (spins (n, R) int8 with sign(0) = +1, energies (R,))."""
+    J = check_coupling(J)
+    n = J.shape[0]
+    c0 = bsb_c0(J)
+    h = bsb_time_step(J, dt=dt, a0=a0) if stable_step else float(dt)
+    n_steps = int(np.ceil(int(steps) * dt / h - 1e-9))
     rng = np.random.default_rng(seed)
     x = rng.uniform(-0.1, 0.1, size=(n, reads))
     y = rng.uniform(-0.1, 0.1, size=(n, reads))
-    for a in np.linspace(0.0, a0, int(steps)):
-        y += (-(a0 - a) * x + c0 * np.asarray(J @ x)) * dt
-        x += a0 * y * dt
+    for a in np.linspace(0.0, a0, n_steps):
+        y += (-(a0 - a) * x + c0 * np.asarray(J @ x)) * h
+        x += a0 * y * h
         wall = np.abs(x) > 1
         x[wall] = np.sign(x[wall])
         y[wall] = 0.0

@@ -608,6 +608,7 @@ def run_performance(params: dict, ctx: RunContext):
     metrics = {"perf": {"graph": name, "restarts": R, "mip_best_cut": mip_cut, "sa_best_cut": sa_cut,
                         "mip_minus_sa_cut": mip_cut - sa_cut, "best_known": bk, "target_cut": target,
                         "success_fraction": success, "bsb_best_cut": float(bsb_cuts.max()),
+                        "bsb_dt": bl.bsb_time_step(J),
                         "npp_mip_discrepancy": d_mip, "npp_kk_discrepancy": d_kk}}
     return rows, metrics
 
@@ -725,6 +726,7 @@ def run_er_hist(params: dict, ctx: RunContext):
     ballistic-SB reads. MiP-CRIM uses G1's Table-4 (alpha, beta, lam) (G1 is an ER graph); tau is picked per graph
     from a small grid by the mean cut of ``tune_runs`` separate tuning runs. The k-th MiP-CRIM run is paired
     with the k-th SA and bSB read (independent runs) for the per-run differences, in percent of the edge count;
+    bSB runs at its stable step (``bsb_dt``), and once more at Goto's dt = 1.25 (``bsb_goto_dt_mean``, a diagnostic);
     control ``one_epoch``: the MiP-CRIM runs with K = 1 epoch (no restarts)."""
     n, R = int(params["n"]), int(params["runs"])
     hp = _gset_params(params["mip_params_from"], params)
@@ -749,9 +751,12 @@ def run_er_hist(params: dict, ctx: RunContext):
         sa = np.array([cut_value(edges, Ssa[:, c]) for c in range(R)])
         Sb, _ = bl.ballistic_sb(Jrun, steps=int(params["bsb_steps"]), reads=R, seed=0)
         bsb = np.array([cut_value(edges, Sb[:, c]) for c in range(R)])
+        Sg, _ = bl.ballistic_sb(Jrun, steps=int(params["bsb_steps"]), reads=R, seed=0, stable_step=False)
         key = f"p{p:g}"
         entry = {"n": n, "p": p, "m": len(edges), "mip_sync_mean": float(np.mean([r.sync for r in runs])),
-                 "tau": tau, "tune_mean_cut_per_tau": {f"{a:g}": float(b) for a, b in zip(taus, tc)}}
+                 "tau": tau, "tune_mean_cut_per_tau": {f"{a:g}": float(b) for a, b in zip(taus, tc)},
+                 "bsb_dt": bl.bsb_time_step(Jrun),
+                 "bsb_goto_dt_mean": float(np.mean([cut_value(edges, Sg[:, c]) for c in range(R)]))}
         for meth, c in (("mip_crim", mip), ("sa", sa), ("bsb", bsb)):
             entry[f"{meth}_mean"] = float(c.mean())
             entry[f"{meth}_best"] = float(c.max())

@@ -199,7 +199,9 @@ def table_performance(res: Path, out: Path):
              "ratio mip/ref": perf.get("npp_ratio_mip_over_kk", float("nan")),
              "quality (mip - ref)": f"discrepancy {pm['npp_mip_discrepancy']:.2g} vs {pm['npp_kk_discrepancy']:.2g}"}]
     tts, succ = perf.get("time_to_target_99_s", {}), pm.get("success_fraction", {})
-    for ref, label in (("sa", "dwave-samplers SA, 1000 sweeps"), ("bsb", "ballistic SB, 2000 steps")):
+    bsb_label = "ballistic SB, pump ramp of 2000 x 1.25 time units" + (
+        f" at its stable step dt = {pm['bsb_dt']:.3g}" if "bsb_dt" in pm else " at dt = 1.25")
+    for ref, label in (("sa", "dwave-samplers SA, 1000 sweeps"), ("bsb", bsb_label)):
         if ref not in tts:
             continue
         t_ref, t_mip = tts[ref], tts["mip_crim"]
@@ -258,7 +260,7 @@ def fig_er_hist(res: Path, out: Path):
     fig, axes = new_figure(len(graphs), 1)
     for ax, g in zip(axes[0], graphs):
         sub = df[df.graph == g]
-        lo = sub[sub.method != "bsb"]["value"].min()
+        lo = sub["value"].min()
         hi = sub["value"].max()
         bins = np.linspace(lo, hi, 31) if hi > lo else np.linspace(lo - 1, hi + 1, 3)
         for meth in ("mip_crim", "sa", "bsb"):
@@ -267,7 +269,8 @@ def fig_er_hist(res: Path, out: Path):
             lab = LABEL[meth] + (f" ({below} runs below range)" if below else "")
             ax.hist(np.clip(s, lo, hi), bins=bins, histtype="step", lw=1.5, color=COL[meth], label=lab)
         m = met[g]
-        ax.set_title(f"ER(n={m['n']}, p={m['p']:g}), MiP-CRIM tau={m['tau']:g}", fontsize=9)
+        ax.set_title(f"ER(n={m['n']}, p={m['p']:g}), MiP-CRIM tau={m['tau']:g}"
+                     + (f", bSB dt={m['bsb_dt']:.2g}" if "bsb_dt" in m else ""), fontsize=9)
         ax.set_xlabel("cut")
         ax.set_ylabel("runs")
         ax.legend(fontsize=6)

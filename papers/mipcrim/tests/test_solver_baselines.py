@@ -3,9 +3,10 @@ import math
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
-from papers.mipcrim.baselines import (ballistic_sb, greedy_partition, greedy_restarts, gw_maxcut, karmarkar_karp,
-                                      one_flip_local_search, simulated_annealing)
+from papers.mipcrim.baselines import (ballistic_sb, bsb_c0, bsb_time_step, greedy_partition, greedy_restarts,
+                                      gw_maxcut, karmarkar_karp, one_flip_local_search, simulated_annealing)
 from papers.mipcrim.landscape import all_spins
 from papers.mipcrim.problems import (cut_value, er_edges, ising_energy, maxcut_coupling, npp_discrepancy,
                                      sk_instance, sync_score)
@@ -178,3 +179,46 @@ def test_sa_bsb_gw_on_four_cycle():
     W = -J.toarray()
     gw = gw_maxcut(W, roundings=20, seed=0)
     assert gw["cut"] == 4.0 and abs(gw["sdp_bound"] - 4.0) < 1e-3     # bipartite: SDP bound = m
+
+
+def test_bsb_time_step_on_the_complete_graph_is_the_symplectic_euler_limit():
+    """K_n with unit weights, J = -W: sigma_J = 1, c0 = 0.5 / sqrt(n), mu_min(J) = -(n - 1); the limit of
+    symplectic Euler on x'' = -k x is dt^2 k < 4 with k = a0 (a0 + c0 (n - 1))."""
+    n = 100
+    J = -(np.ones((n, n)) - np.eye(n))
+    assert bsb_c0(J) == pytest.approx(0.5 / np.sqrt(n), rel=1e-12)
+    k = 1.0 * (1.0 + 0.5 / np.sqrt(n) * (n - 1))
+    assert bsb_time_step(J, safety=1.0) == pytest.approx(2.0 / np.sqrt(k), rel=1e-9)
+    assert bsb_time_step(J) == pytest.approx(0.9 * 2.0 / np.sqrt(k), rel=1e-9)
+    assert bsb_time_step(J, dt=0.1) == 0.1                     # never above the step asked for
+    # the same bound through the sparse path (n > 64: ARPACK)
+    n = 300
+    W = sp.csr_matrix(np.ones((n, n)) - np.eye(n))
+    k = 1.0 + 0.5 / np.sqrt(n) * (n - 1)
+    assert bsb_time_step(-W, safety=1.0) == pytest.approx(2.0 / np.sqrt(k), rel=1e-8)
+    with pytest.raises(ValueError, match="safety"):
+        bsb_time_step(J, safety=0.0)
+
+
+def test_bsb_keeps_goto_step_on_a_dense_zero_mean_coupling():
+    """SK-like J (zero-mean Gaussian): the semicircle edge gives c0 |mu_min| ~ 1, limit 0.9 x 2 / sqrt(2) > 1.25."""
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((400, 400))
+    J = np.triu(A, 1) + np.triu(A, 1).T
+    assert bsb_time_step(J) == 1.25
+
+
+def test_bsb_at_goto_step_collapses_on_a_dense_graph_and_the_stable_step_cuts():
+    """Dense ER graph (p = 0.5, n = 120): at dt = 1.25 the uniform mode of J = -W is unstable and every spin
+    ends on the same wall (cut 0); at the stable step bSB cuts more than half of the edges."""
+    rng = np.random.default_rng(1)
+    n = 120
+    iu = np.triu_indices(n, 1)
+    keep = rng.random(iu[0].size) < 0.5
+    edges = np.column_stack([iu[0][keep], iu[1][keep], np.ones(keep.sum())])
+    J = maxcut_coupling(n, edges).toarray()
+    S0, _ = ballistic_sb(J, steps=500, reads=2, seed=0, stable_step=False)
+    assert max(cut_value(edges, S0[:, c]) for c in range(2)) == 0.0
+    S1, E1 = ballistic_sb(J, steps=500, reads=2, seed=0)
+    assert min(cut_value(edges, S1[:, c]) for c in range(2)) > 0.5 * len(edges)
+    assert np.allclose(E1, [ising_energy(J, S1[:, c]) for c in range(2)])
