@@ -802,34 +802,42 @@ def p_sweep(params: dict, ctx: RunContext):
     return rows, metrics
 
 
+BLOW_UP_FACTOR = 2.0   # width_sweep: a tail training loss above this multiple of the first round's is a blow-up
+
+
 def width_sweep(params: dict, ctx: RunContext):
-    """final_acc of HO-SFL and pure ZO (SFL-ZO, fixed lr) as the client width (cut_dim) and the server width
-    (hidden_dim) grow. Pure ZO perturbs d_c + d_s coordinates, HO-SFL only d_c. Each method in ``controls``
-    (e.g. frozen: HO-SFL's first-order server with the client never updated) runs at every width too and
-    ``compare.<method>_minus_sfl_zo_min_points`` is its smallest margin over pure ZO. A run whose parameters
-    become non-finite is recorded as diverged (final_acc null)."""
+    """final_acc of HO-SFL and pure ZO (SFL-ZO) as the client width (cut_dim) and the server width (hidden_dim)
+    grow. Pure ZO perturbs d_c + d_s coordinates, HO-SFL only d_c. With ``sfl_zo_lr_grid``, SFL-ZO's lr is chosen
+    at every width from the grid by the lowest mean training loss over the last 10% of rounds (the rule of
+    :func:`training`, never the test set); otherwise it is ``sfl_zo_lr`` at every width. Each method in
+    ``controls`` (e.g. frozen: HO-SFL's first-order server with the client never updated) runs at every width too
+    and ``compare.<method>_minus_sfl_zo_min_points`` is its smallest margin over pure ZO. A run whose parameters
+    become non-finite, or whose final training loss exceeds ``BLOW_UP_FACTOR`` times its first round's (a finite
+    blow-up), is recorded as diverged (final_acc null, chance level in the comparisons)."""
     _torch_setup()
     common = {"track_alignment": False, **dict(params["common"])}
     root = int(seeding.generator(ctx.seed, "run", "0").integers(2 ** 31))
     res, dims, diverged, cache = {"cut_dim": {}, "hidden_dim": {}}, {"cut_dim": {}, "hidden_dim": {}}, [], {}
-    zo_lr = float(params.get("sfl_zo_lr", 3e-3))
+    zo_grid = [float(v) for v in params.get("sfl_zo_lr_grid", [params.get("sfl_zo_lr", 3e-3)])]
+    k_tail = max(1, int(np.ceil(0.1 * int(common["rounds"]))))
+    zo_lr, zo_grid_loss = {"cut_dim": {}, "hidden_dim": {}}, {"cut_dim": {}, "hidden_dim": {}}
     controls = [str(c) for c in params.get("controls", [])]   # e.g. frozen: the first-order server alone
     for key, values in (("cut_dim", params["cut_dims"]), ("hidden_dim", params["hidden_dims"])):
         for v in values:
             mk = {"cut_dim": 32, "hidden_dim": 64, key: int(v)}
             res[key][str(v)] = {}
-            for method, lr in (("hosfl", None), ("sfl_zo", zo_lr)) + tuple((c, None) for c in controls):
+            for method in ("hosfl", "sfl_zo", *controls):
                 ck = (method, mk["cut_dim"], mk["hidden_dim"])
                 if ck not in cache:
-                    try:
-                        r = run_split_training(method, client_lr=lr, seed=root, model_kwargs=mk, **common)
-                        cache[ck] = r["final_acc"]
-                    except FloatingPointError as exc:
-                        ctx.log(f"{method} {mk}: diverged ({exc})")
-                        diverged.append(f"{method} cut_dim={mk['cut_dim']} hidden_dim={mk['hidden_dim']}")
-                        cache[ck] = None
-                    ctx.log(f"{method} {mk}: final_acc {cache[ck]}")
-                res[key][str(v)][method] = cache[ck]
+                    cache[ck] = _width_run(method, zo_grid if method == "sfl_zo" else [None], mk, common, root,
+                                           k_tail, ctx)
+                    ctx.log(f"{method} {mk}: final_acc {cache[ck]['final_acc']}")
+                out = cache[ck]
+                if out["diverged"]:
+                    diverged.append(f"{method} cut_dim={mk['cut_dim']} hidden_dim={mk['hidden_dim']}")
+                res[key][str(v)][method] = out["final_acc"]
+                if method == "sfl_zo":
+                    zo_lr[key][str(v)], zo_grid_loss[key][str(v)] = out["lr"], out["grid_tail_loss"]
             m = SplitMLP(cut_dim=mk["cut_dim"], hidden_dim=mk["hidden_dim"])
             dims[key][str(v)] = {"d_c": int(m.client_dim), "d_s": int(m.server_vector().size)}
 
@@ -851,7 +859,33 @@ def width_sweep(params: dict, ctx: RunContext):
     rows = [{"method": m, "seed": 0, "step": int(v), "metric": f"final_acc_{key}", "value": a}
             for key, d in res.items() for v, dd in d.items() for m, a in dd.items() if a is not None]
     return rows, {"final_acc": res, "dims": dims, "diverged": diverged, "sfl_zo_lr": zo_lr,
+                  "sfl_zo_lr_grid": zo_grid, "sfl_zo_grid_tail_loss": zo_grid_loss,
                   "rounds": int(common["rounds"]), "compare": compare}
+
+
+def _width_run(method, grid, model_kwargs, common, root, k_tail, ctx) -> dict:
+    """One run of :func:`width_sweep`: ``method`` at the lr of ``grid`` with the lowest mean training loss over
+    the last ``k_tail`` rounds (``[None]``: the method's default lr). Returns {"final_acc" (None when diverged),
+    "lr", "grid_tail_loss" (str(lr) -> tail loss, null for a non-finite run), "diverged"}; diverged is a
+    non-finite run at every lr, or a chosen run whose tail loss exceeds ``BLOW_UP_FACTOR`` times its first
+    round's loss (training noise over a few rounds stays well below that; a blown-up run ends far above)."""
+    def one_run(lr, _seed):
+        return run_split_training(method, client_lr=lr, seed=root, model_kwargs=model_kwargs, **common)
+
+    try:
+        sel = select_lr(grid, one_run, [0], score=lambda out: float(np.mean(out["train_loss"][-k_tail:])),
+                        mode="min", log=lambda msg: ctx.log(f"{method} {model_kwargs} {msg}"),
+                        what=f"{method} {model_kwargs}")
+    except FloatingPointError as exc:
+        ctx.log(f"{method} {model_kwargs}: diverged ({exc})")
+        return {"final_acc": None, "lr": None, "grid_tail_loss": {str(lr): None for lr in grid}, "diverged": True}
+    out = sel["outputs"][0]
+    blown_up = sel["score"][str(sel["lr"])] > BLOW_UP_FACTOR * float(out["train_loss"][0])
+    if blown_up:
+        ctx.log(f"{method} {model_kwargs}: training loss ends above its start at lr {sel['lr']} (diverged)")
+    tail = {**{str(lr): None for lr in sel["diverged"]}, **sel["score"]}
+    return {"final_acc": None if blown_up else out["final_acc"], "lr": sel["lr"],
+            "grid_tail_loss": {str(lr): tail[str(lr)] for lr in grid}, "diverged": blown_up}
 
 
 EXPERIMENTS = {"estimator": estimator, "iid": training, "dirichlet": training, "pca": training,

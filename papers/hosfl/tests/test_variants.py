@@ -134,6 +134,39 @@ def test_width_sweep_records_diverged_pure_zo_as_null(tmp_path):
     assert met["dims"]["hidden_dim"]["16"] == {"d_c": 32 * 65, "d_s": 32 * 16 + 16 + 16 * 10 + 10}
 
 
+def _fake_training(losses_by_lr, acc=0.5):
+    """A stand-in for run_split_training: the training loss curve of each lr (a curve of None raises
+    FloatingPointError, as a non-finite run does)."""
+    def fake(method, *, client_lr, **kw):
+        curve = losses_by_lr[client_lr]
+        if curve is None:
+            raise FloatingPointError("non-finite parameters")
+        return {"train_loss": np.asarray(curve, dtype=float), "final_acc": acc}
+    return fake
+
+
+def test_width_run_keeps_the_lr_with_the_lowest_tail_loss(monkeypatch, tmp_path):
+    import papers.hosfl.experiments as E
+    monkeypatch.setattr(E, "run_split_training", _fake_training(
+        {1e-3: [2.3] * 9 + [0.5], 3e-3: [2.3] * 9 + [9.0], 1e-2: None}))
+    out = E._width_run("sfl_zo", [1e-3, 3e-3, 1e-2], {"cut_dim": 8, "hidden_dim": 16}, {}, 0, 1,
+                       _ctx(tmp_path, "width_sweep"))
+    assert out == {"final_acc": 0.5, "lr": 1e-3, "diverged": False,
+                   "grid_tail_loss": {"0.001": 0.5, "0.003": 9.0, "0.01": None}}
+
+
+def test_width_run_counts_a_finite_blow_up_as_diverged(monkeypatch, tmp_path):
+    """The only lr ends with its training loss above its first round's: diverged, accuracy null (chance in
+    the comparisons), although every value stayed finite."""
+    import papers.hosfl.experiments as E
+    monkeypatch.setattr(E, "run_split_training", _fake_training({3e-3: [2.3, 2.0, 40.0]}, acc=0.06))
+    out = E._width_run("sfl_zo", [3e-3], {"cut_dim": 8, "hidden_dim": 16}, {}, 0, 1, _ctx(tmp_path, "w"))
+    assert out["diverged"] and out["final_acc"] is None and out["lr"] == 3e-3
+    monkeypatch.setattr(E, "run_split_training", _fake_training({3e-3: None}))
+    out = E._width_run("sfl_zo", [3e-3], {"cut_dim": 8, "hidden_dim": 16}, {}, 0, 1, _ctx(tmp_path, "w"))
+    assert out == {"final_acc": None, "lr": None, "grid_tail_loss": {"0.003": None}, "diverged": True}
+
+
 def test_p_sweep_schema(tmp_path):
     params = {"P_list": [1, 3], "common": {"rounds": 3, "n_clients": 2, "batch_size": 4, "eval_every": 1}}
     _, met = p_sweep(params, _ctx(tmp_path, "p_sweep"))
