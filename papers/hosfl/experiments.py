@@ -828,13 +828,13 @@ def width_sweep(params: dict, ctx: RunContext):
             res[key][str(v)] = {}
             for method in ("hosfl", "sfl_zo", *controls):
                 ck = (method, mk["cut_dim"], mk["hidden_dim"])
-                if ck not in cache:
+                if ck not in cache:   # the (cut 32, hidden 64) model is on both axes: run once
                     cache[ck] = _width_run(method, zo_grid if method == "sfl_zo" else [None], mk, common, root,
                                            k_tail, ctx)
                     ctx.log(f"{method} {mk}: final_acc {cache[ck]['final_acc']}")
+                    if cache[ck]["diverged"]:
+                        diverged.append(f"{method} cut_dim={mk['cut_dim']} hidden_dim={mk['hidden_dim']}")
                 out = cache[ck]
-                if out["diverged"]:
-                    diverged.append(f"{method} cut_dim={mk['cut_dim']} hidden_dim={mk['hidden_dim']}")
                 res[key][str(v)][method] = out["final_acc"]
                 if method == "sfl_zo":
                     zo_lr[key][str(v)], zo_grid_loss[key][str(v)] = out["lr"], out["grid_tail_loss"]
