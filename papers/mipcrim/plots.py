@@ -199,9 +199,10 @@ def table_performance(res: Path, out: Path):
              "ratio mip/ref": perf.get("npp_ratio_mip_over_kk", float("nan")),
              "quality (mip - ref)": f"discrepancy {pm['npp_mip_discrepancy']:.2g} vs {pm['npp_kk_discrepancy']:.2g}"}]
     tts, succ = perf.get("time_to_target_99_s", {}), pm.get("success_fraction", {})
-    bsb_label = "ballistic SB, pump ramp of 2000 x 1.25 time units" + (
-        f" at its stable step dt = {pm['bsb_dt']:.3g}" if "bsb_dt" in pm else " at dt = 1.25")
-    for ref, label in (("sa", "dwave-samplers SA, 1000 sweeps"), ("bsb", bsb_label)):
+    run = read_metrics(res / "performance" / "provenance.json")["params"]
+    bsb_label = (f"ballistic SB, pump ramp of {run['bsb_steps']} x 1.25 time units at its stable step "
+                 f"dt = {pm['bsb_dt']:.3g}")
+    for ref, label in (("sa", f"dwave-samplers SA, {run['sa_sweeps']} sweeps"), ("bsb", bsb_label)):
         if ref not in tts:
             continue
         t_ref, t_mip = tts[ref], tts["mip_crim"]
@@ -269,8 +270,7 @@ def fig_er_hist(res: Path, out: Path):
             lab = LABEL[meth] + (f" ({below} runs below range)" if below else "")
             ax.hist(np.clip(s, lo, hi), bins=bins, histtype="step", lw=1.5, color=COL[meth], label=lab)
         m = met[g]
-        ax.set_title(f"ER(n={m['n']}, p={m['p']:g}), MiP-CRIM tau={m['tau']:g}"
-                     + (f", bSB dt={m['bsb_dt']:.2g}" if "bsb_dt" in m else ""), fontsize=9)
+        ax.set_title(f"ER(n={m['n']}, p={m['p']:g}), MiP-CRIM tau={m['tau']:g}, bSB dt={m['bsb_dt']:.2g}", fontsize=9)
         ax.set_xlabel("cut")
         ax.set_ylabel("runs")
         ax.legend(fontsize=6)
