@@ -156,8 +156,8 @@ def test_width_run_keeps_the_lr_with_the_lowest_tail_loss(monkeypatch, tmp_path)
 
 
 def test_width_run_counts_a_finite_blow_up_as_diverged(monkeypatch, tmp_path):
-    """The only lr ends with its training loss above its first round's: diverged, accuracy null (chance in
-    the comparisons), although every value stayed finite."""
+    """The only lr ends with its training loss above BLOW_UP_FACTOR (2) times its first round's: diverged, accuracy
+    null (chance in the comparisons), although every value stayed finite; a non-finite run is diverged too."""
     import papers.hosfl.experiments as E
     monkeypatch.setattr(E, "run_split_training", _fake_training({3e-3: [2.3, 2.0, 40.0]}, acc=0.06))
     out = E._width_run("sfl_zo", [3e-3], {"cut_dim": 8, "hidden_dim": 16}, {}, 0, 1, _ctx(tmp_path, "w"))
