@@ -616,7 +616,7 @@ def llm(params: dict, ctx: RunContext):
     if not params.get("run", False):
         ctx.log("SmolLM2 + LoRA arm not run at this scale (params.run is false)")
         rows = [{"method": "smollm2_lora", "seed": 0, "step": 0, "metric": "run", "value": 0.0}]
-        return rows, {"run": False, "claims": {"llm_scale_min_diff_points": None}}
+        return rows, {"run": False, "claims": llm_claim_metrics(None, [], {})}
     from shared.lm import load_smollm2
     from papers.adpo.llm import add_lora
 
@@ -631,17 +631,38 @@ def llm(params: dict, ctx: RunContext):
     rows, metrics = [], {"run": True, "steps": int(params["steps"]), "seeds": list(params["seeds"])}
     for task in params["tasks"]:
         metrics[task] = _llm_task(params, ctx, task, ref, policy_init, tokenizer, rows)
-    cmp = params.get("compare", {"adpo": "adpo_token", "dpo": "dpo"})
-    diffs = [100 * (metrics[t]["methods"][cmp["adpo"]]["exact_match"]["mean"]
-                    - metrics[t]["methods"][cmp["dpo"]]["exact_match"]["mean"]) for t in params["tasks"]]
-    # a task where no method (and not the reference) answers any held-out prompt exactly says nothing about
-    # the ordering: the claim is then not evaluated rather than passed with 0 >= 0
+    metrics["claims"] = llm_claim_metrics(metrics, params["tasks"],
+                                          params.get("compare", {"adpo": "adpo_token", "dpo": "dpo"}))
+    return rows, metrics
+
+
+def llm_claim_metrics(metrics: dict | None, tasks: list, compare: dict) -> dict:
+    """The claim metrics of :func:`llm` from its per-task results (``None``: the arm did not run, all null).
+
+    ``llm_scale_min_diff_points`` = min over tasks of 100 (EM(compare["adpo"]) - EM(compare["dpo"])), the same with
+    ``compare["control"]`` in ADPO's place (``control.one_unit``: the one-unit ADPO arm, equal to DPO, so its
+    difference must not pass a positive threshold), and ``reference_em_min`` / ``reference_em_max`` over tasks
+    (the claim's preconditions: a reference that can do the task). A task on which no method and not the
+    reference answers any held-out prompt exactly says nothing about the ordering: the claim metrics are then
+    null rather than a passed 0 >= 0."""
+    if metrics is None:
+        return {"llm_scale_min_diff_points": None, "reference_em_min": None, "reference_em_max": None,
+                "control": {"one_unit": {"llm_scale_min_diff_points": None}}}
+
+    def em(task, name):
+        return metrics[task]["methods"][name]["exact_match"]["mean"]
+
     informative = all(max([metrics[t]["reference"]["exact_match"]]
                           + [m["exact_match"]["mean"] for m in metrics[t]["methods"].values()]) > 0
-                      for t in params["tasks"])
-    metrics["claims"] = {"llm_scale_min_diff_points": min(diffs) if informative else None,
-                         "diff_points_by_task": dict(zip(params["tasks"], diffs)), "informative": informative}
-    return rows, metrics
+                      for t in tasks)
+    diffs = [100 * (em(t, compare["adpo"]) - em(t, compare["dpo"])) for t in tasks]
+    ctl = ([100 * (em(t, compare["control"]) - em(t, compare["dpo"])) for t in tasks]
+           if compare.get("control") else None)
+    refs = [metrics[t]["reference"]["exact_match"] for t in tasks]
+    return {"llm_scale_min_diff_points": min(diffs) if informative else None,
+            "diff_points_by_task": dict(zip(tasks, diffs)), "informative": informative,
+            "reference_em_min": min(refs), "reference_em_max": max(refs),
+            "control": {"one_unit": {"llm_scale_min_diff_points": min(ctl) if ctl and informative else None}}}
 
 
 EXPERIMENTS = {"identities": identities, "sft": sft, "train": train, "perf": perf, "llm": llm}
