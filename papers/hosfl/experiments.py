@@ -807,18 +807,20 @@ BLOW_UP_FACTOR = 2.0   # width_sweep: a tail training loss above this multiple o
 
 def width_sweep(params: dict, ctx: RunContext):
     """final_acc of HO-SFL and pure ZO (SFL-ZO) as the client width (cut_dim) and the server width (hidden_dim)
-    grow. Pure ZO perturbs d_c + d_s coordinates, HO-SFL only d_c. With ``sfl_zo_lr_grid``, SFL-ZO's lr is chosen
-    at every width from the grid by the lowest mean training loss over the last 10% of rounds (the rule of
-    :func:`training`, never the test set); otherwise it is ``sfl_zo_lr`` at every width. Each method in
-    ``controls`` (e.g. frozen: HO-SFL's first-order server with the client never updated) runs at every width too
-    and ``compare.<method>_minus_sfl_zo_min_points`` is its smallest margin over pure ZO. A run whose parameters
+    grow. Pure ZO perturbs d_c + d_s coordinates, HO-SFL only d_c. SFL-ZO's lr is chosen at every width from
+    ``sfl_zo_lr_grid`` by the lowest mean training loss over the last 10% of rounds (the rule of :func:`training`,
+    never the test set). Each method in ``controls`` (e.g. frozen: HO-SFL's first-order server with the client
+    never updated) runs at every width too; ``compare.<method>_minus_sfl_zo_min_points`` is its smallest margin
+    over pure ZO and ``compare.control_gap_growth_hidden_points.<method>`` the growth, from the smallest to the
+    largest hidden_dim, of HO-SFL's gap to it (its perturbed dimension does not grow with the server, so this
+    is the gap growth with the mechanism switched off). A run whose parameters
     become non-finite, or whose final training loss exceeds ``BLOW_UP_FACTOR`` times its first round's (a finite
     blow-up), is recorded as diverged (final_acc null, chance level in the comparisons)."""
     _torch_setup()
     common = {"track_alignment": False, **dict(params["common"])}
     root = int(seeding.generator(ctx.seed, "run", "0").integers(2 ** 31))
     res, dims, diverged, cache = {"cut_dim": {}, "hidden_dim": {}}, {"cut_dim": {}, "hidden_dim": {}}, [], {}
-    zo_grid = [float(v) for v in params.get("sfl_zo_lr_grid", [params.get("sfl_zo_lr", 3e-3)])]
+    zo_grid = [float(v) for v in params["sfl_zo_lr_grid"]]
     k_tail = max(1, int(np.ceil(0.1 * int(common["rounds"]))))
     zo_lr, zo_grid_loss = {"cut_dim": {}, "hidden_dim": {}}, {"cut_dim": {}, "hidden_dim": {}}
     controls = [str(c) for c in params.get("controls", [])]   # e.g. frozen: the first-order server alone
@@ -856,6 +858,10 @@ def width_sweep(params: dict, ctx: RunContext):
     for c in controls:   # the control in HO-SFL's place against pure ZO, at every width
         compare[f"{c}_minus_sfl_zo_min_points"] = min(_points(acc(k, v, c), acc(k, v, "sfl_zo"))
                                                       for k in res for v in res[k])
+    # the control in pure ZO's place: HO-SFL's gap to a contender whose perturbed dimension does not grow
+    compare["control_gap_growth_hidden_points"] = {
+        c: (_points(acc("hidden_dim", h_hi, "hosfl"), acc("hidden_dim", h_hi, c))
+            - _points(acc("hidden_dim", h_lo, "hosfl"), acc("hidden_dim", h_lo, c))) for c in controls}
     rows = [{"method": m, "seed": 0, "step": int(v), "metric": f"final_acc_{key}", "value": a}
             for key, d in res.items() for v, dd in d.items() for m, a in dd.items() if a is not None]
     return rows, {"final_acc": res, "dims": dims, "diverged": diverged, "sfl_zo_lr": zo_lr,
@@ -882,7 +888,8 @@ def _width_run(method, grid, model_kwargs, common, root, k_tail, ctx) -> dict:
     out = sel["outputs"][0]
     blown_up = sel["score"][str(sel["lr"])] > BLOW_UP_FACTOR * float(out["train_loss"][0])
     if blown_up:
-        ctx.log(f"{method} {model_kwargs}: training loss ends above its start at lr {sel['lr']} (diverged)")
+        ctx.log(f"{method} {model_kwargs}: training loss ends above {BLOW_UP_FACTOR:g} times its first round's "
+                f"at lr {sel['lr']} (diverged)")
     tail = {**{str(lr): None for lr in sel["diverged"]}, **sel["score"]}
     return {"final_acc": None if blown_up else out["final_acc"], "lr": sel["lr"],
             "grid_tail_loss": {str(lr): tail[str(lr)] for lr in grid}, "diverged": blown_up}

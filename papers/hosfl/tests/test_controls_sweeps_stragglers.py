@@ -104,12 +104,16 @@ def test_p_sweep_runs_the_control_at_the_extreme_p(tmp_path):
 
 
 def test_width_sweep_frozen_control_margin(tmp_path):
-    params = {"cut_dims": [8], "hidden_dims": [16, 32], "sfl_zo_lr": 1e-3, "controls": ["frozen"],
+    params = {"cut_dims": [8], "hidden_dims": [16, 32], "sfl_zo_lr_grid": [1e-3], "controls": ["frozen"],
               "common": {"rounds": 3, "n_clients": 2, "batch_size": 4, "eval_every": 1}}
     _, met = width_sweep(params, _ctx(tmp_path, "width_sweep"))
     fa = met["final_acc"]
     margins = [100 * (fa[k][v]["frozen"] - fa[k][v]["sfl_zo"]) for k in fa for v in fa[k]]
     assert met["compare"]["frozen_minus_sfl_zo_min_points"] == pytest.approx(min(margins))
+    # the gap growth with the frozen client in pure ZO's place: (hosfl - frozen) at hidden 32 minus at hidden 16
+    h = {v: {m: (0.1 if a is None else a) for m, a in fa["hidden_dim"][v].items()} for v in ("16", "32")}
+    growth = 100 * ((h["32"]["hosfl"] - h["32"]["frozen"]) - (h["16"]["hosfl"] - h["16"]["frozen"]))
+    assert met["compare"]["control_gap_growth_hidden_points"]["frozen"] == pytest.approx(growth)
     # no control asked: no control key (the quick and full configs ask for it)
     params.pop("controls")
     _, met = width_sweep(params, _ctx(tmp_path, "width_sweep"))

@@ -126,7 +126,7 @@ def _ctx(tmp_path, name):
 
 
 def test_width_sweep_records_diverged_pure_zo_as_null(tmp_path):
-    params = {"cut_dims": [8], "hidden_dims": [16], "sfl_zo_lr": 1.0e35,
+    params = {"cut_dims": [8], "hidden_dims": [16], "sfl_zo_lr_grid": [1.0e35],
               "common": {"rounds": 40, "n_clients": 2, "batch_size": 4, "eval_every": 40}}
     _, met = width_sweep(params, _ctx(tmp_path, "width_sweep"))
     assert met["final_acc"]["cut_dim"]["8"]["sfl_zo"] is None and met["diverged"]
