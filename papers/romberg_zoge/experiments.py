@@ -10,8 +10,8 @@ only, so that ``metrics.json`` is byte-identical across runs.
 from __future__ import annotations
 
 import math
-import statistics
-import time
+import statistics  # noqa: F401  (unused since timing moved to shared.timing; kept so that the module's top-level
+import time  # noqa: F401  statements, which every experiment's code reach includes, stay as they were)
 from pathlib import Path
 
 import numpy as np
@@ -267,15 +267,39 @@ def _method_fixed_points(spec):
     return name, method, (0 if method == "two_point" else level), Q
 
 
-def _run_seeds(f, x0, spec, params, ctx, tag, record_every):
+def _run_seeds(f, x0, spec, params, ctx, tag, record_every, weights=None):
+    """ZO-SGD of one method spec on every seed of ``params``; ``weights`` (Romberg only) replaces the
+    extrapolation weights (the equal-weight control)."""
     name, method, level, Q = _method_fixed_points(spec)
     outs = []
     for s in params["seeds"]:
         outs.append(zo_sgd(f, x0, method=method, level=level, radius=float(params["radius"]), evals_per_step=Q,
                            iterations=int(params["iterations"]), lr=float(params["lr"]),
                            lr_t0=float(params["lr_t0"]), lr_power=float(params["lr_power"]),
-                           seed=seeding.generator(ctx.seed, tag, name, str(s)), record_every=record_every))
+                           seed=seeding.generator(ctx.seed, tag, name, str(s)), record_every=record_every,
+                           weights=weights))
     return outs
+
+
+def _bc_equal_weights_control(bc, x_star, bp, ctx, two_point_dists):
+    """Control of ``bc-romberg-removes-bias``: the compared Romberg method with its extrapolation weights
+    w = (-1/3, 4/3) replaced by ``bp["control_weights"]`` (equal weights 1/2, 1/2 on the radii r and r/2: the same
+    evaluations and directions per step, but the r^2 term of the smoothing bias is not cancelled, so its fixed
+    point, the minimiser of sum_k w_k f_{h_k}, stays at a distance of the order of the two-point one).
+    Per seed: ||xbar_ctrl - x*|| / ||xbar_2pt - x*||, with the two-point runs of the main comparison."""
+    cmp_spec = next(s for s in bp["methods"] if s["name"] == bp["ratio_pair"][1])
+    name, method, level, _ = _method_fixed_points(cmp_spec)
+    weights = np.asarray(bp["control_weights"], dtype=float)
+    if method != "romberg" or weights.shape != (level + 1,):
+        raise ValueError(f"benchmarks: control_weights needs a Romberg method with {level + 1} weights to compare, "
+                         f"got method {method!r} and weights {bp['control_weights']!r}")
+    runs = _run_seeds(bc, np.zeros(bc.dim), cmp_spec, bp, ctx, "breast_cancer_equal_weights", 0, weights=weights)
+    dists = [float(np.linalg.norm(o["x_avg"] - x_star)) for o in runs]
+    r = float(bp["radius"])
+    x_fp = bc.smoothed_minimiser(r / 2.0 ** np.arange(level + 1), weights, x0=x_star)
+    x_fp_2pt = bc.smoothed_minimiser([r], [1.0], x0=x_star)
+    return {"weights": weights.tolist(), "ratio_to_optimum": [a / b for a, b in zip(dists, two_point_dists)],
+            "fixed_point_ratio": float(np.linalg.norm(x_fp - x_star) / np.linalg.norm(x_fp_2pt - x_star))}
 
 
 def benchmarks(params: dict, ctx: RunContext):
@@ -323,6 +347,11 @@ def benchmarks(params: dict, ctx: RunContext):
                                   for o in _run_seeds(bc, np.zeros(bc.dim), spec, cp, ctx, "breast_cancer_control", 0)]
         out["control"] = {"small_radius": {"radius": float(bp["control_radius"]), "ratio_to_optimum": [
             a / b for a, b in zip(ctrl[cmp_], ctrl[base])]}}
+    if "control_weights" in bp:  # control: the extrapolation switched off (equal weights on the same radii)
+        out.setdefault("control", {})["equal_weights"] = _bc_equal_weights_control(bc, x_star, bp, ctx,
+                                                                                   per_seed["bc"][base])
+        ctx.log(f"breast cancer equal-weight control: fixed-point ratio "
+                f"{out['control']['equal_weights']['fixed_point_ratio']:.3f}")
     out["ratio_to_optimum"] = ms[cmp_]["dist_to_optimum"] / ms[base]["dist_to_optimum"]
     out["fixed_point_ratio"] = ms[cmp_]["fixed_point_dist_to_optimum"] / ms[base]["fixed_point_dist_to_optimum"]
     out["max_rel_dist_to_fixed_point"] = max(v["dist_to_fixed_point"] for v in ms.values()) / \
@@ -574,15 +603,6 @@ def prompt(params: dict, ctx: RunContext):
 
 
 # ---------------------------------------------------------------------------------------------- performance
-def _median_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def _cma_run(objective, x0, sigma0, budget, seed, popsize=None):
     """CMA-ES (package ``cma``) with ``budget`` evaluations; the population goes to ``objective`` in one
     batched call per generation. Returns (best x, evaluations used)."""
@@ -624,17 +644,25 @@ def _nevergrad_run(objective, x0, budget, seed, batch, optimizer="TwoPointsDE"):
     return np.asarray(opt.provide_recommendation().value, float), used
 
 
-def performance(params: dict, ctx: RunContext):
-    """Side by side on the logistic function (d = 20): numdifftools.Gradient, scipy approx_fprime and
-    Romberg-ZOGE at numdifftools' evaluation count (evaluations, error, median wall time of ``repeats``);
-    batched against looped evaluation of Romberg-ZOGE; CMA-ES and nevergrad (TwoPointsDE) against ZO-SGD at
-    equal budgets on RIS and prompt tuning. Deterministic numbers go to metrics.json, times to timings.json."""
-    import cma  # noqa: F401  (imported here so that import times are not counted in the CMA-ES/nevergrad timings)
-    import nevergrad  # noqa: F401
+def _keep_last(store: dict, key: str, fn):
+    """``fn`` wrapped so that every call stores its output in ``store[key]`` (the timed calls of
+    :func:`shared.timing.alternating_least_cpu` return nothing; the runs are deterministic, so the last output is
+    every call's output)."""
+    def call():
+        store[key] = fn()
+    return call
+
+
+def _gradient_comparison(params: dict, ctx: RunContext):
+    """Gradient of the logistic test function (d = 20) at x0 by numdifftools.Gradient (Richardson extrapolation
+    of central differences), scipy's approx_fprime (forward differences, d + 1 evaluations) and Romberg-ZOGE at
+    each library's evaluation count (``2 (R + 1)`` evaluations per direction, as many directions as fit); plus
+    Romberg-ZOGE with one Python call per point. Returns (metrics, per-call CPU seconds, timing record)."""
     import numdifftools as nd
     from scipy.optimize import approx_fprime
 
-    repeats = int(params["repeats"])
+    from shared.timing import alternating_least_cpu
+
     f = LogisticTest()
     g = f.gradient(f.x0)
     count = {"n": 0}
@@ -644,87 +672,108 @@ def performance(params: dict, ctx: RunContext):
         return f.single(x)
 
     rel = lambda est: float(np.linalg.norm(est - g) / np.linalg.norm(g))  # noqa: E731
-    grad_nd = nd.Gradient(counted)
-    count["n"] = 0
-    est_nd = grad_nd(f.x0)
-    evals_nd = count["n"]
-    count["n"] = 0
+    est_nd = nd.Gradient(counted)(f.x0)
+    evals_nd, count["n"] = count["n"], 0
     est_af = approx_fprime(f.x0, counted, math.sqrt(np.finfo(float).eps))
     evals_af = count["n"]
     level, r = int(params["level"]), float(params["radius"])
-    n_dirs = max(1, evals_nd // (2 * (level + 1)))
-    U = np.random.default_rng(int(params["direction_seed"])).standard_normal((n_dirs, f.dim))
-    est_rz = romberg_zoge(f, f.x0, U, r, level)
-    est_2p = romberg_zoge(f, f.x0, np.random.default_rng(int(params["direction_seed"])).standard_normal(
-        (evals_nd // 2, f.dim)), r, 0)
-    looped = as_batched(f.single)
-    metrics = {"gradient": {
+    per_dir = 2 * (level + 1)
+    gen = lambda n: np.random.default_rng(int(params["direction_seed"])).standard_normal((n, f.dim))  # noqa: E731
+    U, U_af = gen(max(1, evals_nd // per_dir)), gen(max(1, evals_af // per_dir))
+    rom = f"romberg_R{level}"
+    metrics = {
         "numdifftools": {"evaluations": evals_nd, "rel_error": rel(est_nd)},
         "approx_fprime": {"evaluations": evals_af, "rel_error": rel(est_af)},
-        f"romberg_R{level}": {"evaluations": 2 * (level + 1) * n_dirs, "directions": n_dirs, "rel_error": rel(est_rz),
-                              "rel_error_theory": math.sqrt((f.dim + 1) / n_dirs)},
-        "two_point": {"evaluations": 2 * (evals_nd // 2), "directions": evals_nd // 2, "rel_error": rel(est_2p)}}}
-    timings = {"hardware": hardware(), "gradient": {
-        "numdifftools": _median_time(lambda: grad_nd(f.x0), repeats),
-        "approx_fprime": _median_time(lambda: approx_fprime(f.x0, f.single, 1.5e-8), repeats),
-        f"romberg_R{level}": _median_time(lambda: romberg_zoge(f, f.x0, U, r, level), repeats),
-        f"romberg_R{level}_looped": _median_time(lambda: romberg_zoge(looped, f.x0, U, r, level), repeats)}}
-    tg = timings["gradient"]
-    timings["ratios"] = {"numdifftools_over_romberg": tg["numdifftools"] / tg[f"romberg_R{level}"],
-                         "approx_fprime_over_romberg": tg["approx_fprime"] / tg[f"romberg_R{level}"],
-                         "looped_over_batched": tg[f"romberg_R{level}_looped"] / tg[f"romberg_R{level}"]}
-    ctx.log(f"gradient: {metrics['gradient']}")
+        rom: {"evaluations": per_dir * len(U), "directions": len(U), "rel_error": rel(romberg_zoge(f, f.x0, U, r, level)),
+              "rel_error_theory": math.sqrt((f.dim + 1) / len(U))},
+        f"{rom}_at_approx_fprime_evals": {"evaluations": per_dir * len(U_af), "directions": len(U_af),
+                                          "rel_error": rel(romberg_zoge(f, f.x0, U_af, r, level))},
+        "two_point": {"evaluations": 2 * (evals_nd // 2), "directions": evals_nd // 2,
+                      "rel_error": rel(romberg_zoge(f, f.x0, gen(evals_nd // 2), r, 0))}}
+    grad_nd, looped, eps = nd.Gradient(f.single), as_batched(f.single), math.sqrt(np.finfo(float).eps)
+    fns = {"numdifftools": lambda: grad_nd(f.x0), rom: lambda: romberg_zoge(f, f.x0, U, r, level),
+           "approx_fprime": lambda: approx_fprime(f.x0, f.single, eps),
+           f"{rom}_at_approx_fprime_evals": lambda: romberg_zoge(f, f.x0, U_af, r, level),
+           f"{rom}_looped": lambda: romberg_zoge(looped, f.x0, U, r, level)}
+    timed = alternating_least_cpu(fns, rounds=int(params["rounds"]), min_seconds=float(params["min_seconds"]))
+    ctx.log(f"gradient: {metrics}; CPU s per call {timed['seconds']}")
+    return metrics, timed["seconds"], {"number": timed["number"], "rounds": timed["rounds"]}
 
-    # CMA-ES against ZO-SGD (Romberg R = 1) at the same evaluation budget.
+
+def _budget_comparison(task, x0, budget: int, zo_run, cma_sigma0: float, seed: int, ng_batch: int, rounds: int):
+    """ZO-SGD (``zo_run()``, Romberg R = 1), CMA-ES and nevergrad TwoPointsDE from ``x0`` at the same
+    evaluation budget on ``task(tag)``, a fresh objective per call (so that each timed call is the same
+    deterministic run). Returns ({name: final point}, {name: CPU seconds per run}, timing record)."""
+    from shared.timing import alternating_least_cpu
+
+    out = {}
+    fns = {"romberg_R1": _keep_last(out, "romberg_R1", zo_run),
+           "cma": _keep_last(out, "cma", lambda: _cma_run(task("cma"), x0, cma_sigma0, budget, seed + 1)),
+           "nevergrad": _keep_last(out, "nevergrad", lambda: _nevergrad_run(task("nevergrad"), x0, budget, seed + 2,
+                                                                             ng_batch))}
+    timed = alternating_least_cpu(fns, rounds=rounds, min_seconds=0.0)
+    return out, timed["seconds"], {"number": timed["number"], "rounds": timed["rounds"]}
+
+
+def performance(params: dict, ctx: RunContext):
+    """Side by side, in this one process: the gradient of the logistic function (d = 20) by numdifftools.Gradient,
+    scipy approx_fprime and Romberg-ZOGE at each library's evaluation count, batched against looped evaluation
+    of Romberg-ZOGE (:func:`_gradient_comparison`); CMA-ES and nevergrad (TwoPointsDE) against ZO-SGD at equal
+    budgets on RIS and prompt tuning (:func:`_budget_comparison`). Every time is the least process-CPU time per
+    call over ``rounds`` rounds that call the compared functions in turn (:func:`shared.timing.alternating_least_cpu`:
+    load from other processes reaches all of them alike and only ever adds time). Deterministic numbers go to
+    metrics.json, times to timings.json."""
+    import cma  # noqa: F401  (imported here so that import times are not counted in the CMA-ES/nevergrad timings)
+    import nevergrad  # noqa: F401
+
+    rounds = int(params["rounds"])
+    level = int(params["level"])
+    rom = f"romberg_R{level}"
+    grad_metrics, tg, grad_record = _gradient_comparison(params, ctx)
+    metrics = {"gradient": grad_metrics}
+    timings = {"hardware": hardware(), "clock": "process CPU time, least over alternating rounds",
+               "gradient": tg, "gradient_calls": grad_record}
+    timings["ratios"] = {"numdifftools_over_romberg": tg["numdifftools"] / tg[rom],
+                         "approx_fprime_over_romberg": tg["approx_fprime"] / tg[f"{rom}_at_approx_fprime_evals"],
+                         "approx_fprime_over_romberg_at_numdifftools_evals": tg["approx_fprime"] / tg[rom],
+                         "looped_over_batched": tg[f"{rom}_looped"] / tg[rom]}
+
     ris_p = params["ris"]
     P = RISProblem.from_seed(int(ris_p["n_elements"]), int(ris_p["channel_seed"]), phase_model="practical")
     rate_ref = P.reference_optimum()[1]
     theta0 = np.random.default_rng(int(ris_p["seed"])).uniform(0, 2 * math.pi, P.n)
     budget = int(ris_p["Q"]) * int(ris_p["iterations"])
-    start = time.perf_counter()
-    out = zo_sgd(P.objective, theta0, method="romberg", level=1, radius=float(ris_p["radius"]),
-                 evals_per_step=int(ris_p["Q"]), iterations=int(ris_p["iterations"]), lr=float(ris_p["lr"]),
-                 seed=int(ris_p["seed"]))
-    t_zo = time.perf_counter() - start
-    start = time.perf_counter()
-    x_cma, used = _cma_run(P.objective, theta0, float(ris_p["cma_sigma0"]), budget, int(ris_p["seed"]) + 1)
-    t_cma = time.perf_counter() - start
-    start = time.perf_counter()
-    x_ng, used_ng = _nevergrad_run(P.objective, theta0, budget, int(ris_p["seed"]) + 2, int(ris_p["ng_batch"]))
-    t_ng = time.perf_counter() - start
-    metrics["ris"] = {"budget": budget, "romberg_R1_rel_gap": (rate_ref - P.rate(out["x_last"])) / rate_ref,
-                      "cma_rel_gap": (rate_ref - P.rate(x_cma)) / rate_ref, "cma_evaluations": used,
-                      "nevergrad_rel_gap": (rate_ref - P.rate(x_ng)) / rate_ref, "nevergrad_evaluations": used_ng}
-    timings["ris"] = {"romberg_R1": t_zo, "cma": t_cma, "cma_over_romberg": t_cma / t_zo, "nevergrad": t_ng,
-                      "nevergrad_over_romberg": t_ng / t_zo}
+    zo = lambda: zo_sgd(P.objective, theta0, method="romberg", level=1, radius=float(ris_p["radius"]),  # noqa: E731
+                        evals_per_step=int(ris_p["Q"]), iterations=int(ris_p["iterations"]), lr=float(ris_p["lr"]),
+                        seed=int(ris_p["seed"]))["x_last"]
+    pts, t, rec = _budget_comparison(lambda tag: P.objective, theta0, budget, zo, float(ris_p["cma_sigma0"]),
+                                     int(ris_p["seed"]), int(ris_p["ng_batch"]), rounds)
+    gap = lambda x: float((rate_ref - P.rate(x)) / rate_ref)  # noqa: E731
+    metrics["ris"] = {"budget": budget, "romberg_R1_rel_gap": gap(pts["romberg_R1"]),
+                      "cma_rel_gap": gap(pts["cma"][0]), "cma_evaluations": pts["cma"][1],
+                      "nevergrad_rel_gap": gap(pts["nevergrad"][0]), "nevergrad_evaluations": pts["nevergrad"][1]}
+    timings["ris"] = {**t, "cma_over_romberg": t["cma"] / t["romberg_R1"],
+                      "nevergrad_over_romberg": t["nevergrad"] / t["romberg_R1"], "calls": rec}
 
     pr = params["prompt"]
     problem = PromptTuning(_frozen_weights(pr, ctx), prompt_dim=int(pr["prompt_dim"]))
     budget = int(pr["Q"]) * int(pr["iterations"])
     z0 = np.zeros(problem.dim)
-    g_batch, g_dir = seeding.spawn(int(pr["seed"]), 2)
-    start = time.perf_counter()
-    out = zo_sgd(MinibatchLoss(problem, int(pr["batch_size"]), g_batch), z0, method="romberg", level=1,
-                 radius=float(pr["radius"]), evals_per_step=int(pr["Q"]), iterations=int(pr["iterations"]),
-                 lr=float(pr["lr"]), seed=g_dir)
-    t_zo = time.perf_counter() - start
-    g_batch_cma = seeding.spawn(int(pr["seed"]), 3)[2]
-    start = time.perf_counter()
-    x_cma, used = _cma_run(MinibatchLoss(problem, int(pr["batch_size"]), g_batch_cma), z0,
-                           float(pr["cma_sigma0"]), budget, int(pr["seed"]) + 1)
-    t_cma = time.perf_counter() - start
-    g_batch_ng = seeding.spawn(int(pr["seed"]), 4)[3]
-    start = time.perf_counter()
-    x_ng, used_ng = _nevergrad_run(MinibatchLoss(problem, int(pr["batch_size"]), g_batch_ng), z0, budget,
-                                   int(pr["seed"]) + 2, int(pr["ng_batch"]))
-    t_ng = time.perf_counter() - start
-    metrics["prompt"] = {"budget": budget, "romberg_R1_accuracy": 100 * float(problem.accuracy(out["x_last"])[0]),
-                         "cma_accuracy": 100 * float(problem.accuracy(x_cma)[0]), "cma_evaluations": used,
-                         "nevergrad_accuracy": 100 * float(problem.accuracy(x_ng)[0]),
-                         "nevergrad_evaluations": used_ng}
-    timings["prompt"] = {"romberg_R1": t_zo, "cma": t_cma, "cma_over_romberg": t_cma / t_zo, "nevergrad": t_ng,
-                         "nevergrad_over_romberg": t_ng / t_zo}
-    metrics["repeats"] = repeats
+    seed, batch = int(pr["seed"]), int(pr["batch_size"])
+    # one minibatch stream per method, drawn afresh for every timed run (seeding.spawn is deterministic)
+    stream = {"romberg_R1": 0, "cma": 2, "nevergrad": 3}
+    task = lambda tag: MinibatchLoss(problem, batch, seeding.spawn(seed, 4)[stream[tag]])  # noqa: E731
+    zo = lambda: zo_sgd(task("romberg_R1"), z0, method="romberg", level=1, radius=float(pr["radius"]),  # noqa: E731
+                        evals_per_step=int(pr["Q"]), iterations=int(pr["iterations"]), lr=float(pr["lr"]),
+                        seed=seeding.spawn(seed, 2)[1])["x_last"]
+    pts, t, rec = _budget_comparison(task, z0, budget, zo, float(pr["cma_sigma0"]), seed, int(pr["ng_batch"]), rounds)
+    acc = lambda x: 100 * float(problem.accuracy(x)[0])  # noqa: E731
+    metrics["prompt"] = {"budget": budget, "romberg_R1_accuracy": acc(pts["romberg_R1"]),
+                         "cma_accuracy": acc(pts["cma"][0]), "cma_evaluations": pts["cma"][1],
+                         "nevergrad_accuracy": acc(pts["nevergrad"][0]), "nevergrad_evaluations": pts["nevergrad"][1]}
+    timings["prompt"] = {**t, "cma_over_romberg": t["cma"] / t["romberg_R1"],
+                         "nevergrad_over_romberg": t["nevergrad"] / t["romberg_R1"], "calls": rec}
+    metrics["rounds"] = rounds
     write_metrics(timings, ctx.out_dir / "timings.json")
     ctx.record(timings=timings)
     rows = [_row(m, 0, 0, "rel_error", v["rel_error"]) for m, v in metrics["gradient"].items()]

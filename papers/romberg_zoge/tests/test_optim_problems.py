@@ -155,3 +155,17 @@ def test_prompt_problem_shapes_and_zero_prompt():
     assert P.loss(Z[:1], np.array([0]))[0] == pytest.approx(ce, rel=1e-4)
     # masked pixels: rows 2..5, columns 1..6 are pulled half-way to 1
     assert P.X_test.reshape(-1, 8, 8)[:, 2:6, 1:7].min() >= 0.5
+
+
+def test_equal_weights_step_keeps_five_eighths_of_the_r2_term():
+    """Equal weights 1/2, 1/2 on the radii r and r/2 (the control of bc-romberg-removes-bias): on f(x) = x^4 the
+    central difference is D(h; u) = 4 x^3 u + 4 x h^2 u^3, so the weighted difference keeps (1 + 1/4)/2 = 5/8 of
+    the two-point r^2 term, 4 x (5/8) r^2 u^3 = 2.5 x r^2 u^3, where the Romberg weights (-1/3, 4/3) cancel it."""
+    f = lambda X: np.sum(np.asarray(X) ** 4, axis=1)  # noqa: E731
+    x0, r, lr = 0.7, 0.3, 0.01
+    u = np.random.default_rng(5).standard_normal((1, 1))[0, 0]
+    kw = dict(level=1, radius=r, evals_per_step=4, iterations=1, lr=lr, lr_power=0.0, seed=5)
+    x_eq = zo_sgd(f, [x0], weights=[0.5, 0.5], **kw)["x_last"][0]
+    x_rb = zo_sgd(f, [x0], **kw)["x_last"][0]
+    assert x_eq == pytest.approx(x0 - lr * (4 * x0 ** 3 + 2.5 * x0 * r ** 2 * u ** 2) * u ** 2, rel=1e-12)
+    assert x_rb == pytest.approx(x0 - lr * 4 * x0 ** 3 * u ** 2, rel=1e-12)
