@@ -223,6 +223,16 @@ def _theorem4_summary(trace, seeds: int, k_lo: int, K: int, L: float, kappa: flo
             "bound": bound}
 
 
+def _bound_ratio_sweep_max(out: dict, variant: str, instances, n_seeds: int) -> list:
+    """Per seed, the largest Theorem-4 ratio E||F(x_N)||^2 sqrt(N+1) / (1570 L^2 kappa R^2 + 8 sigma^2/kappa) of
+    ``variant`` over every (kappa, sigma) configuration of ``instances`` (Theorem 4: <= 1 for "anchor")."""
+    cfgs = [by_sigma[skey] for inst in instances for kkey, by_sigma in out[inst].items() if kkey != "baselines"
+            for skey in by_sigma if variant in by_sigma[skey]]
+    if not cfgs:
+        raise ValueError(f"no configuration of {variant!r} on the instances {list(instances)}")
+    return [float(max(cfg[variant]["bound_ratio_per_seed"][i] for cfg in cfgs)) for i in range(n_seeds)]
+
+
 def stochastic(params: dict, ctx: RunContext):
     """Theorem 4's single-call method under the state-dependent oracle, over a (kappa, sigma) sweep, with and
     without the anchor (the control), and with a linearly increasing minibatch, on the paper's games.
@@ -234,7 +244,10 @@ def stochastic(params: dict, ctx: RunContext):
     ``slope_per_seed``, ``final_h_per_seed``, ``bound_ratio_per_seed`` (E h_K sqrt(K+1) over Theorem 4's
     constant), ``max_dist_ratio_per_seed``, ``final_dist_ratio_per_seed``; and the summaries the claims read
     (``claims.*``, ``control.*``). ``baselines`` (SGDA, SEG, SOG, DSEG with their k^{-1/2}-type steps) run at
-    the largest sigma and kappa = 1 for the figure.
+    the largest sigma and kappa = 1 for the figure. ``claims.bound_ratio_max_per_seed`` is the per-seed largest
+    ratio over the sweep of the instances in ``paper_games`` (default: all); ``claims.bound_ratio_max_per_seed_by_
+    instance.<instance>`` is the same for each instance on its own (our P1 next to the paper's games), with the
+    no-anchor values under ``control.noanchor``.
     """
     K, S, n_seeds, k_lo = int(params["K"]), int(params["S"]), int(params["seeds"]), int(params["k_lo"])
     sigmas, kappas = [float(x) for x in params["sigmas"]], [float(x) for x in params["kappas"]]
@@ -282,24 +295,29 @@ def stochastic(params: dict, ctx: RunContext):
                 _trace_rows(rows, method, 0, steps, inst, mean_grad_norm_sq=h, mean_dist_sq=trace.mean_dist_sq)
     main = params.get("main", next(iter(out)))
     top = out[main][f"k{_key(k_main)}"]
-    sweep = [by_sigma[skey] for inst in out for kkey, by_sigma in out[inst].items() if kkey != "baselines"
-             for skey in by_sigma]  # every (instance, kappa, sigma) configuration
     noise_ratio = {f"k{_key(k)}": float(np.mean(out[main][f"k{_key(k)}"][f"s{_key(s_max)}"]["anchor"]["final_h_per_seed"])
                                         / np.mean(out[main][f"k{_key(k)}"]["s0"]["anchor"]["final_h_per_seed"]))
                    for k in kappas} if 0.0 in sigmas else {}
 
-    def sweep_max(variant):
-        return [float(max(cfg[variant]["bound_ratio_per_seed"][i] for cfg in sweep if variant in cfg))
-                for i in range(n_seeds)]
+    paper_games = list(params.get("paper_games", list(out)))
+    unknown = [g for g in paper_games if g not in out]
+    if unknown:
+        raise ValueError(f"paper_games {unknown} are not among the instances {list(out)}")
+
+    def sweep_max(variant, insts=paper_games):
+        return _bound_ratio_sweep_max(out, variant, insts, n_seeds)
 
     claims = {"rate_per_seed": top[f"s{_key(s_max)}"]["anchor"]["slope_per_seed"],
               "rate_noise_off_per_seed": top["s0"]["anchor"]["slope_per_seed"] if 0.0 in sigmas else None,
               "bound_ratio_max_per_seed": sweep_max("anchor"),
               "noise_dominated_ratio": noise_ratio.get(f"k{_key(k_main)}"),
               "noise_dominated_ratio_by_kappa": noise_ratio,
-              "return_ratio_per_seed": top[f"s{_key(s_max)}"]["anchor"]["return_ratio_per_seed"]}
+              "return_ratio_per_seed": top[f"s{_key(s_max)}"]["anchor"]["return_ratio_per_seed"],
+              "bound_ratio_max_per_seed_by_instance": {inst: sweep_max("anchor", [inst]) for inst in out}}
     control = {"noanchor": {"rate_per_seed": top[f"s{_key(s_max)}"]["noanchor"]["slope_per_seed"],
                             "bound_ratio_max_per_seed": sweep_max("noanchor"),
+                            "bound_ratio_max_per_seed_by_instance": {inst: sweep_max("noanchor", [inst])
+                                                                     for inst in out},
                             "return_ratio_per_seed": top[f"s{_key(s_max)}"]["noanchor"]["return_ratio_per_seed"]}}
     if minibatch_sigmas:
         s_mb = max(minibatch_sigmas)

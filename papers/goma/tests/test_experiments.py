@@ -110,3 +110,17 @@ def test_timing_groups_pair_each_ratio():
                       ["time_per_10000_calls_goma_t1", "time_per_10000_calls_eg"]]
     assert E._timing_groups("goma_t1", ["goma_t1"], {"goma_t1": []}, 200) == [
         ["direct_solve"], ["time_per_200_calls_goma_t1", "time_per_200_calls_eg"]]
+
+
+def test_bound_ratio_sweep_max_per_instance():
+    """Per seed, the largest Theorem-4 ratio over the configurations of the named instances only."""
+    out = {"g5": {"k1": {"s0": {"anchor": {"bound_ratio_per_seed": [0.1, 0.3]}},
+                         "s100": {"anchor": {"bound_ratio_per_seed": [0.2, 0.05]},
+                                  "noanchor": {"bound_ratio_per_seed": [4.0, 5.0]}}},
+                  "baselines": {"sgda": {"slope": -0.1}}},
+           "p1": {"k10": {"s0": {"anchor": {"bound_ratio_per_seed": [0.7, 0.0]}}}}}
+    assert E._bound_ratio_sweep_max(out, "anchor", ["g5"], 2) == [0.2, 0.3]
+    assert E._bound_ratio_sweep_max(out, "anchor", ["g5", "p1"], 2) == [0.7, 0.3]
+    assert E._bound_ratio_sweep_max(out, "noanchor", ["g5"], 2) == [4.0, 5.0]
+    with pytest.raises(ValueError, match="no configuration"):
+        E._bound_ratio_sweep_max(out, "noanchor", ["p1"], 2)
