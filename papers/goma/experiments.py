@@ -1,7 +1,7 @@
 """Experiments of the goma reproduction (spec "Experiments by scale").
 
 ``python -m papers.goma.experiments NAME --config papers/goma/config.yaml --scale quick --out DIR``, with NAME
-one of ``deterministic``, ``budget``, ``stochastic``, ``pep``, ``performance``, ``stability``. Each function
+one of ``deterministic``, ``budget``, ``stochastic``, ``stochastic_p1``, ``pep``, ``performance``, ``stability``. Each function
 takes the params of its config block and returns (tidy rows, metrics); whole traces for the figures are
 written next to them as ``.npz`` files.
 """
@@ -21,7 +21,8 @@ from papers.goma.metrics import first_reach, loglog_slope, rate_envelope
 from papers.goma.pep import worst_case_with_status
 from papers.goma.problems import make_problem, with_state_dependent_noise
 
-__all__ = ["EXPERIMENTS", "log_steps", "deterministic", "comonotone_block", "budget", "stochastic", "pep", "performance", "stability"]
+__all__ = ["EXPERIMENTS", "log_steps", "deterministic", "comonotone_block", "budget", "stochastic", "stochastic_p1", "pep",
+           "performance", "stability"]
 
 
 class DivergenceError(RuntimeError):
@@ -316,6 +317,73 @@ def stochastic(params: dict, ctx: RunContext):
     return rows, metrics
 
 
+# ------------------------------------------------------------------------------------------ stochastic_p1
+def _bound_ratio_sweep_max(out: dict, variant: str, instances, n_seeds: int) -> list:
+    """Per seed, the largest Theorem-4 ratio E||F(x_N)||^2 sqrt(N+1) / (1570 L^2 kappa R^2 + 8 sigma^2/kappa) of
+    ``variant`` over every (kappa, sigma) configuration of ``instances`` (Theorem 4: <= 1 for "anchor")."""
+    cfgs = [by_sigma[skey] for inst in instances for kkey, by_sigma in out[inst].items() if kkey != "baselines"
+            for skey in by_sigma if variant in by_sigma[skey]]
+    if not cfgs:
+        raise ValueError(f"no configuration of {variant!r} on the instances {list(instances)}")
+    return [float(max(cfg[variant]["bound_ratio_per_seed"][i] for cfg in cfgs)) for i in range(n_seeds)]
+
+
+def _theorem4_config(base, inst: str, kappa: float, sigma: float, anchor: bool, K: int, n_runs: int, n_seeds: int,
+                     k_lo: int, dist0: float, ctx: RunContext):
+    """One (kappa, sigma, anchor) run of Theorem 4's method on ``base`` with the state-dependent oracle: (variant,
+    the per-seed summary of :func:`_theorem4_summary`, the trace). Its stream is (experiment, instance, kappa,
+    sigma, variant) of the root seed."""
+    problem = with_state_dependent_noise(base, sigma=sigma, kappa=kappa)
+    variant = "anchor" if anchor else "noanchor"
+    rng = seeding.generator(ctx.seed, ctx.name, inst, f"k{_key(kappa)}", f"s{_key(sigma)}", variant)
+    trace = M.run_theorem4(problem, K, n_runs=n_runs, seed=rng, kappa=kappa, anchor=anchor)
+    _check_diverged(trace, variant, inst, [])
+    return variant, _theorem4_summary(trace, n_seeds, k_lo, K, base.L, kappa, sigma, dist0), trace
+
+
+def stochastic_p1(params: dict, ctx: RunContext):
+    """Theorem 4's method on our own instances (P1, the deterministic experiment's log-spectrum bilinear game),
+    with and without the anchor, over each instance's (kappa, sigma) sweep: Theorem 4's bound
+    E||F(x_N)||^2 sqrt(N+1) <= 1570 L^2 kappa R^2 + 8 sigma^2/kappa off the paper's games. The runs are those of
+    :func:`stochastic` (same method, oracle and per-seed statistics; ``seeds`` groups of ``S`` trajectories);
+    kept as a separate experiment so that the paper's games are not rerun.
+
+    Metrics: ``t4.<instance>.k<kappa>.s<sigma>.<anchor|noanchor>`` as in :func:`stochastic`;
+    ``claims.bound_ratio_max_per_seed_by_instance.<instance>`` (per seed, the largest ratio over the sweep),
+    ``claims.<instance>_rate_per_seed`` (slope on [k_lo, K] at the instance's largest sigma and first kappa),
+    and the same under ``control.noanchor``.
+    """
+    K, S, n_seeds, k_lo = int(params["K"]), int(params["S"]), int(params["seeds"]), int(params["k_lo"])
+    if k_lo >= K:
+        raise ValueError(f"k_lo ({k_lo}) must be below K ({K})")
+    rows, arrays, out, claims, control = [], {}, {}, {}, {"noanchor": {}}
+    steps = log_steps(K)
+    for inst, name, pparams, seeds in _instances(params):
+        spec = params["instances"][inst]
+        sigmas, kappas = [float(x) for x in spec["sigmas"]], [float(x) for x in spec["kappas"]]
+        base = make_problem(name, seed=seeds[0], **pparams)
+        dist0 = float(np.sum((base.z0 - base.z_star) ** 2))
+        configs = [(kappa, sigma, anchor) for kappa in kappas for sigma in sigmas for anchor in (True, False)]
+        for kappa, sigma, anchor in ctx.progress(configs, total=len(configs), what=f"{inst}: kappa x sigma x variant"):
+            variant, summary, trace = _theorem4_config(base, inst, kappa, sigma, anchor, K, n_seeds * int(spec.get(
+                "S", S)), n_seeds, k_lo, dist0, ctx)
+            out.setdefault(inst, {}).setdefault(f"k{_key(kappa)}", {}).setdefault(f"s{_key(sigma)}", {})[variant] = summary
+            label = f"t4_{variant}_k{_key(kappa)}_s{_key(sigma)}"
+            _trace_rows(rows, label, 0, steps, inst, mean_grad_norm_sq=trace.mean_grad_norm_sq,
+                        mean_dist_sq=trace.mean_dist_sq)
+            arrays[f"{inst}__{label}__h"], arrays[f"{inst}__{label}__dist"] = (trace.mean_grad_norm_sq,
+                                                                              trace.mean_dist_sq)
+            ctx.log(f"{inst} {variant} kappa={kappa:g} sigma={sigma:g}: slope "
+                    f"{np.mean(summary['slope_per_seed']):.3f}, bound ratio {max(summary['bound_ratio_per_seed']):.3g}")
+        top = out[inst][f"k{_key(kappas[0])}"][f"s{_key(max(sigmas))}"]
+        for variant, where in (("anchor", claims), ("noanchor", control["noanchor"])):
+            where.setdefault("bound_ratio_max_per_seed_by_instance", {})[inst] = _bound_ratio_sweep_max(
+                out, variant, [inst], n_seeds)
+            where[f"{inst}_rate_per_seed"] = top[variant]["slope_per_seed"]
+    write_arrays(ctx.out_dir / "traces.npz", **arrays)
+    return rows, {"K": K, "S": S, "seeds": n_seeds, "k_lo": k_lo, "t4": out, "claims": claims, "control": control}
+
+
 # ---------------------------------------------------------------------------------------------------- pep
 def _fit_slope(N, tau) -> float:
     x, y = np.log(np.asarray(N, dtype=float)), np.log(np.asarray(tau, dtype=float))
@@ -528,8 +596,8 @@ def stability(params: dict, ctx: RunContext):
                                 "gamma_L": list(params["gamma_L"]), "eta_L": list(params["eta_L"])}}
 
 
-EXPERIMENTS = {"deterministic": deterministic, "budget": budget, "stochastic": stochastic, "pep": pep,
-               "performance": performance, "stability": stability}
+EXPERIMENTS = {"deterministic": deterministic, "budget": budget, "stochastic": stochastic,
+               "stochastic_p1": stochastic_p1, "pep": pep, "performance": performance, "stability": stability}
 
 if __name__ == "__main__":
     raise SystemExit(main(EXPERIMENTS))

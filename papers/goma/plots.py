@@ -132,11 +132,10 @@ def plt_color(shade: float, variant: str):
     return (0.1, 0.2, shade) if variant == "anchor" else (shade, 0.15, 0.1)
 
 
-def _stochastic_table(results: Path, out: Path) -> None:
-    """Per instance, kappa and sigma: mean slope, E||F(x_K)||^2 and the Theorem-4 ratio, with and without the anchor."""
-    metrics = read_metrics(results / "stochastic" / "metrics.json")
+def _theorem4_rows(t4: dict) -> list:
+    """Table rows (instance, kappa, sigma, variant) of the ``t4`` block of a stochastic experiment's metrics."""
     rows = []
-    for inst, by_kappa in metrics["t4"].items():
+    for inst, by_kappa in t4.items():
         for kkey, by_sigma in by_kappa.items():
             if kkey == "baselines":
                 continue
@@ -148,14 +147,26 @@ def _stochastic_table(results: Path, out: Path) -> None:
                           "max E dist / R^2": np.mean(st["max_dist_ratio_per_seed"]),
                           "final / max E dist": np.mean(st["return_ratio_per_seed"])}
                          for variant, st in by_variant.items()]
+    return rows
+
+
+def _stochastic_table(results: Path, out: Path) -> None:
+    """Per instance, kappa and sigma: mean slope, E||F(x_K)||^2 and the Theorem-4 ratio, with and without the anchor;
+    the paper's games (``stochastic``), then our P1 (``stochastic_p1``) when it has been run."""
+    metrics = read_metrics(results / "stochastic" / "metrics.json")
     path = out / "stochastic_table.md"
     title = (f"Theorem 4's method under state-dependent noise (K = {metrics['K']}, {metrics['seeds']} seeds; mean over "
              "seeds; ratio = E||F(x_K)||^2 sqrt(K+1) / (1570 L^2 kappa R^2 + 8 sigma^2 / kappa))")
     claims = metrics["claims"]
-    parts = [markdown_table(pd.DataFrame(rows), floatfmt=".3g", title=title),
-             "Noise-dominated ratio (E||F(x_K)||^2 at the largest sigma over sigma = 0, anchored): "
-             + ", ".join(f"kappa {k[1:].replace('p', '.')}: {v:.3g}"
-                         for k, v in claims["noise_dominated_ratio_by_kappa"].items()) + "\n"]
+    parts = [markdown_table(pd.DataFrame(_theorem4_rows(metrics["t4"])), floatfmt=".3g", title=title)]
+    if (results / "stochastic_p1" / "metrics.json").exists():
+        own = read_metrics(results / "stochastic_p1" / "metrics.json")
+        parts.append(markdown_table(pd.DataFrame(_theorem4_rows(own["t4"])), floatfmt=".3g", title=(
+            f"The same on our instance P1 (experiment stochastic_p1; K = {own['K']}, {own['seeds']} seeds of "
+            f"{own['S']} trajectories)")))
+    parts.append("Noise-dominated ratio (E||F(x_K)||^2 at the largest sigma over sigma = 0, anchored): "
+                 + ", ".join(f"kappa {k[1:].replace('p', '.')}: {v:.3g}"
+                             for k, v in claims["noise_dominated_ratio_by_kappa"].items()) + "\n")
     base = metrics["t4"][metrics["main"]].get("baselines", {})
     if base:
         baselines = pd.DataFrame([{"method": LABELS[m], "slope": f"{v['slope']:.3f}", "E F(x_K)^2": v["final_h"]}

@@ -110,3 +110,39 @@ def test_timing_groups_pair_each_ratio():
                       ["time_per_10000_calls_goma_t1", "time_per_10000_calls_eg"]]
     assert E._timing_groups("goma_t1", ["goma_t1"], {"goma_t1": []}, 200) == [
         ["direct_solve"], ["time_per_200_calls_goma_t1", "time_per_200_calls_eg"]]
+
+
+def test_bound_ratio_sweep_max_per_instance():
+    """Per seed, the largest Theorem-4 ratio over the configurations of the named instances only."""
+    out = {"g5": {"k1": {"s0": {"anchor": {"bound_ratio_per_seed": [0.1, 0.3]}},
+                         "s100": {"anchor": {"bound_ratio_per_seed": [0.2, 0.05]},
+                                  "noanchor": {"bound_ratio_per_seed": [4.0, 5.0]}}},
+                  "baselines": {"sgda": {"slope": -0.1}}},
+           "p1": {"k10": {"s0": {"anchor": {"bound_ratio_per_seed": [0.7, 0.0]}}}}}
+    assert E._bound_ratio_sweep_max(out, "anchor", ["g5"], 2) == [0.2, 0.3]
+    assert E._bound_ratio_sweep_max(out, "anchor", ["g5", "p1"], 2) == [0.7, 0.3]
+    assert E._bound_ratio_sweep_max(out, "noanchor", ["g5"], 2) == [4.0, 5.0]
+    with pytest.raises(ValueError, match="no configuration"):
+        E._bound_ratio_sweep_max(out, "noanchor", ["p1"], 2)
+
+
+def test_stochastic_p1_noise_off_is_the_deterministic_ratio(tmp_path):
+    """sigma = 0, kappa = 1: G = F exactly, so every seed's Theorem-4 ratio is h_K sqrt(K+1) / (1570 L^2 R^2) of
+    the deterministic recursion y_k = x_k + (x_0 - x_k)/(k+2) (k >= 1), x_{k+1} = y_k - F(y_k) / (L (k+2)^{3/4})."""
+    from papers.goma.problems import make_problem
+    K, n = 40, 3
+    ctx = RunContext(name="stochastic_p1", scale="smoke", seed=0, out_dir=tmp_path)
+    params = {"K": K, "S": 2, "seeds": 3, "k_lo": 5, "instances": {"p1": {
+        "problem": "logspectrum_bilinear", "params": {"n": n}, "sigmas": [0.0], "kappas": [1.0]}}}
+    _rows, metrics = E.stochastic_p1(params, ctx)
+    p = make_problem("logspectrum_bilinear", n=n)
+    x = p.z0.copy()
+    for k in range(K):
+        y = x + (p.z0 - x) / (k + 2) if k > 0 else x
+        x = y - p.operator(y) / (p.L * (k + 2) ** 0.75)
+    expected = np.sum(p.operator(x) ** 2) * np.sqrt(K + 1) / (1570.0 * p.L ** 2 * np.sum(p.z0 ** 2))
+    ratios = metrics["claims"]["bound_ratio_max_per_seed_by_instance"]["p1"]
+    np.testing.assert_allclose(ratios, [expected] * 3, rtol=1e-12)
+    assert set(metrics["control"]["noanchor"]) == {"bound_ratio_max_per_seed_by_instance", "p1_rate_per_seed"}
+    with pytest.raises(ValueError, match="k_lo"):
+        E.stochastic_p1({**params, "k_lo": K}, ctx)
