@@ -146,6 +146,19 @@ def run_landscape(params: dict, ctx: RunContext):
 
 
 # ------------------------------------------------------------------------------------------------------------ (iii)
+def _bsb_entries(mip, one_epoch, bsb, bsb_one_read) -> dict:
+    """Ballistic-SB entries of one (class, n) cell of ``run_sk_goe``: per instance, bSB's best normalised energy
+    over its reads, the paired differences MiP-CRIM minus bSB (and the one-epoch control minus bSB), and the mean
+    of bSB's first read alone (one read, the budget closest to one MiP-CRIM run)."""
+    if not (len(mip) == len(one_epoch) == len(bsb) == len(bsb_one_read)) or not mip:
+        raise ValueError("_bsb_entries: the four per-instance lists must be non-empty and of equal length")
+    b = np.asarray(bsb, dtype=float)
+    return {"bsb_per_trial": [float(v) for v in b],
+            "mip_minus_bsb_per_trial": [float(v) for v in np.asarray(mip, dtype=float) - b],
+            "one_epoch_minus_bsb_per_trial": [float(v) for v in np.asarray(one_epoch, dtype=float) - b],
+            "bsb_one_read_mean": float(np.mean(bsb_one_read))}
+
+
 def run_sk_goe(params: dict, ctx: RunContext):
     """SK and GOE instances (seed 137*trial + 42) with the README parameters; IAMP (the paper's own baseline,
     :mod:`papers.mipcrim.iamp`), greedy and ballistic SB baselines.
@@ -162,7 +175,7 @@ def run_sk_goe(params: dict, ctx: RunContext):
         by_n = {}
         for n in sizes:
             norm = n ** 1.5 / math.sqrt(2) if cls == "sk" else float(n)
-            mip, grd, bsb, ctl, ia = [], [], [], [], []
+            mip, grd, bsb, bsb1, ctl, ia = [], [], [], [], [], []
             for trial in params["trials"]:
                 seed = 137 * int(trial) + 42
                 Jfull = sk_instance(n, seed) if cls == "sk" else goe_instance(n, seed)
@@ -180,6 +193,7 @@ def run_sk_goe(params: dict, ctx: RunContext):
                 mip.append(e_m)
                 grd.append(e_g)
                 bsb.append(e_b)
+                bsb1.append((Eb[0] + const) / norm)
                 ctl.append((r1.energy + const) / norm)
                 syncs.append(r.sync)
                 syncs_ctl.append(r1.sync)
@@ -195,7 +209,8 @@ def run_sk_goe(params: dict, ctx: RunContext):
                             "one_epoch_per_trial": ctl, "iamp_mean": float(np.mean(ia)), "iamp_per_trial": ia,
                             "mip_minus_iamp_per_trial": list(np.array(mip) - np.array(ia)),
                             "one_epoch_minus_iamp_per_trial": list(np.array(ctl) - np.array(ia)),
-                            "one_epoch_minus_greedy_per_trial": list(np.array(ctl) - np.array(grd))}
+                            "one_epoch_minus_greedy_per_trial": list(np.array(ctl) - np.array(grd)),
+                            **_bsb_entries(mip, ctl, bsb, bsb1)}
             if n in PAPER_TABLE2[cls]:
                 by_n[str(n)]["paper_mean"] = PAPER_TABLE2[cls][n] / norm
             if n in PAPER_TABLE2_IAMP[cls]:
@@ -210,14 +225,17 @@ def run_sk_goe(params: dict, ctx: RunContext):
                         "greedy_mean": top["greedy_mean"], "iamp_mean": top["iamp_mean"],
                         "iamp_per_trial": top["iamp_per_trial"],
                         "mip_minus_iamp_per_trial": top["mip_minus_iamp_per_trial"],
-                        "bsb_mean": top["bsb_mean"], "n": max(sizes), "n_trials": len(params["trials"]),
+                        "bsb_mean": top["bsb_mean"], "bsb_per_trial": top["bsb_per_trial"],
+                        "mip_minus_bsb_per_trial": top["mip_minus_bsb_per_trial"],
+                        "n": max(sizes), "n_trials": len(params["trials"]),
                         "by_n": by_n}
         for k in ("paper_iamp_mean", "iamp_minus_paper_iamp_per_trial"):
             if k in top:
                 metrics[cls][k] = top[k]
         control[cls] = {"per_trial": top["one_epoch_per_trial"],
                         "mip_minus_iamp_per_trial": top["one_epoch_minus_iamp_per_trial"],
-                        "mip_minus_greedy_per_trial": top["one_epoch_minus_greedy_per_trial"]}
+                        "mip_minus_greedy_per_trial": top["one_epoch_minus_greedy_per_trial"],
+                        "mip_minus_bsb_per_trial": top["one_epoch_minus_bsb_per_trial"]}
         if "paper_mean" in top:
             metrics[cls]["paper_mean"] = top["paper_mean"]
     s = np.array(syncs)
@@ -511,7 +529,21 @@ def run_kn_gw(params: dict, ctx: RunContext):
             rows.append(_row("gw_sdp", int(params["instance_seed"]), n, "cut", entry["gw_cut"]))
     atomic_write_text(ctx.out_dir / "timings.json", json.dumps(timings, indent=2, sort_keys=True) + "\n")
     ctx.record(timings=timings)
-    return rows, {"kn": metrics, "control": {"one_epoch": {"kn": control}}}
+    return rows, {"kn": metrics, "kn_all": _kn_min_margin(metrics),
+                  "control": {"one_epoch": {"kn": control, "kn_all": _kn_min_margin(metrics, control)}}}
+
+
+def _kn_min_margin(entries: dict, cuts: dict | None = None) -> dict:
+    """The smallest margin over the sizes n that have a GW reference: min_n 100 (c_n - gw_n) / gw_n, in percent of
+    the GW cut, with c_n the best MiP-CRIM cut of ``cuts`` (default: ``entries`` itself; the control passes its
+    one-epoch cuts) and gw_n from ``entries``. None when no size has a GW cut."""
+    cuts = entries if cuts is None else cuts
+    pct = {n: 100.0 * (cuts[n]["mip_best_cut"] - e["gw_cut"]) / e["gw_cut"]
+           for n, e in entries.items() if "gw_cut" in e}
+    if not pct:
+        return {"min_mip_minus_gw_pct": None, "n_at_min": None, "sizes": []}
+    n_min = min(pct, key=pct.get)
+    return {"min_mip_minus_gw_pct": pct[n_min], "n_at_min": int(n_min), "sizes": sorted(int(n) for n in pct)}
 
 
 # ---------------------------------------------------------------------------------------------------- performance
