@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from shared.experiment import RunContext, main
-from shared.results import atomic_write_text, mean_and_se
+from shared.results import atomic_write_text, mean_and_se, read_metrics
 
 from . import baselines as bl
 from .ablation import relaxed_descent
@@ -146,19 +146,6 @@ def run_landscape(params: dict, ctx: RunContext):
 
 
 # ------------------------------------------------------------------------------------------------------------ (iii)
-def _bsb_entries(mip, one_epoch, bsb, bsb_one_read) -> dict:
-    """Ballistic-SB entries of one (class, n) cell of ``run_sk_goe``: per instance, bSB's best normalised energy
-    over its reads, the paired differences MiP-CRIM minus bSB (and the one-epoch control minus bSB), and the mean
-    of bSB's first read alone (one read, the budget closest to one MiP-CRIM run)."""
-    if not (len(mip) == len(one_epoch) == len(bsb) == len(bsb_one_read)) or not mip:
-        raise ValueError("_bsb_entries: the four per-instance lists must be non-empty and of equal length")
-    b = np.asarray(bsb, dtype=float)
-    return {"bsb_per_trial": [float(v) for v in b],
-            "mip_minus_bsb_per_trial": [float(v) for v in np.asarray(mip, dtype=float) - b],
-            "one_epoch_minus_bsb_per_trial": [float(v) for v in np.asarray(one_epoch, dtype=float) - b],
-            "bsb_one_read_mean": float(np.mean(bsb_one_read))}
-
-
 def run_sk_goe(params: dict, ctx: RunContext):
     """SK and GOE instances (seed 137*trial + 42) with the README parameters; IAMP (the paper's own baseline,
     :mod:`papers.mipcrim.iamp`), greedy and ballistic SB baselines.
@@ -175,7 +162,7 @@ def run_sk_goe(params: dict, ctx: RunContext):
         by_n = {}
         for n in sizes:
             norm = n ** 1.5 / math.sqrt(2) if cls == "sk" else float(n)
-            mip, grd, bsb, bsb1, ctl, ia = [], [], [], [], [], []
+            mip, grd, bsb, ctl, ia = [], [], [], [], []
             for trial in params["trials"]:
                 seed = 137 * int(trial) + 42
                 Jfull = sk_instance(n, seed) if cls == "sk" else goe_instance(n, seed)
@@ -193,7 +180,6 @@ def run_sk_goe(params: dict, ctx: RunContext):
                 mip.append(e_m)
                 grd.append(e_g)
                 bsb.append(e_b)
-                bsb1.append((Eb[0] + const) / norm)
                 ctl.append((r1.energy + const) / norm)
                 syncs.append(r.sync)
                 syncs_ctl.append(r1.sync)
@@ -209,8 +195,7 @@ def run_sk_goe(params: dict, ctx: RunContext):
                             "one_epoch_per_trial": ctl, "iamp_mean": float(np.mean(ia)), "iamp_per_trial": ia,
                             "mip_minus_iamp_per_trial": list(np.array(mip) - np.array(ia)),
                             "one_epoch_minus_iamp_per_trial": list(np.array(ctl) - np.array(ia)),
-                            "one_epoch_minus_greedy_per_trial": list(np.array(ctl) - np.array(grd)),
-                            **_bsb_entries(mip, ctl, bsb, bsb1)}
+                            "one_epoch_minus_greedy_per_trial": list(np.array(ctl) - np.array(grd))}
             if n in PAPER_TABLE2[cls]:
                 by_n[str(n)]["paper_mean"] = PAPER_TABLE2[cls][n] / norm
             if n in PAPER_TABLE2_IAMP[cls]:
@@ -225,17 +210,14 @@ def run_sk_goe(params: dict, ctx: RunContext):
                         "greedy_mean": top["greedy_mean"], "iamp_mean": top["iamp_mean"],
                         "iamp_per_trial": top["iamp_per_trial"],
                         "mip_minus_iamp_per_trial": top["mip_minus_iamp_per_trial"],
-                        "bsb_mean": top["bsb_mean"], "bsb_per_trial": top["bsb_per_trial"],
-                        "mip_minus_bsb_per_trial": top["mip_minus_bsb_per_trial"],
-                        "n": max(sizes), "n_trials": len(params["trials"]),
+                        "bsb_mean": top["bsb_mean"], "n": max(sizes), "n_trials": len(params["trials"]),
                         "by_n": by_n}
         for k in ("paper_iamp_mean", "iamp_minus_paper_iamp_per_trial"):
             if k in top:
                 metrics[cls][k] = top[k]
         control[cls] = {"per_trial": top["one_epoch_per_trial"],
                         "mip_minus_iamp_per_trial": top["one_epoch_minus_iamp_per_trial"],
-                        "mip_minus_greedy_per_trial": top["one_epoch_minus_greedy_per_trial"],
-                        "mip_minus_bsb_per_trial": top["one_epoch_minus_bsb_per_trial"]}
+                        "mip_minus_greedy_per_trial": top["one_epoch_minus_greedy_per_trial"]}
         if "paper_mean" in top:
             metrics[cls]["paper_mean"] = top["paper_mean"]
     s = np.array(syncs)
@@ -244,6 +226,55 @@ def run_sk_goe(params: dict, ctx: RunContext):
     control["sync_per_run"] = [float(v) for v in syncs_ctl]
     metrics["control"] = {"one_epoch": control}
     return rows, metrics
+
+
+def _sk_goe_rows(path: Path) -> dict:
+    """Normalised energies of ``run_sk_goe``'s tidy rows: {(cls, n, method): {trial: value}}."""
+    out = {}
+    with open(path, encoding="utf-8") as fh:
+        for r in csv.DictReader(fh):
+            if r["metric"].endswith("_norm_energy"):
+                key = (r["metric"].split("_", 1)[0], str(int(float(r["step"]))), r["method"])
+                out.setdefault(key, {})[int(float(r["trial"]))] = float(r["value"])
+    return out
+
+
+def _paired(rows: dict, cls: str, n: str, method: str, ref: str) -> list[float]:
+    """Per instance, ``method``'s normalised energy minus ``ref``'s (instances in trial order)."""
+    a, b = rows.get((cls, n, method)), rows.get((cls, n, ref))
+    if not a or not b or set(a) != set(b):
+        raise ValueError(f"sk_goe_pairs: rows of {method!r} and {ref!r} for {cls} n = {n} do not pair up")
+    return [a[t] - b[t] for t in sorted(a)]
+
+
+def run_sk_goe_pairs(params: dict, ctx: RunContext):
+    """MiP-CRIM against ballistic SB on the SK/GOE instances of ``sk_goe``, paired per instance, read from that
+    run's tidy rows (``sk_goe/results.csv``; nothing is recomputed). E/normaliser of MiP-CRIM's run minus bSB's best
+    read; control ``one_epoch``: the K = 1 runs of the same experiment minus bSB. The MiP-CRIM energies of the rows
+    must equal ``sk_goe/metrics.json``'s per-instance lists (the same run), else the experiment stops."""
+    src = ctx.out_dir.parent / str(params["source"])
+    rows = _sk_goe_rows(src / "results.csv")
+    base = read_metrics(src / "metrics.json")
+    metrics, control, tidy = {}, {}, []
+    for cls in ("sk", "goe"):
+        by_n, by_n_ctl = {}, {}
+        for n, entry in base[cls]["by_n"].items():
+            mine = [rows[(cls, n, "mip_crim")][t] for t in sorted(rows[(cls, n, "mip_crim")])]
+            if not np.allclose(mine, entry["per_trial"], rtol=1e-12, atol=0.0):
+                raise ValueError(f"sk_goe_pairs: {src / 'results.csv'} and metrics.json disagree ({cls}, n = {n})")
+            d = _paired(rows, cls, n, "mip_crim", "bsb")
+            d1 = _paired(rows, cls, n, "mip_crim_one_epoch", "bsb")
+            by_n[n] = {"mip_minus_bsb_per_trial": d, "mean": float(np.mean(d)), "n_trials": len(d)}
+            by_n_ctl[n] = {"mip_minus_bsb_per_trial": d1}
+            tidy += [_row("mip_minus_bsb", t, int(n), f"{cls}_norm_energy_diff", v) for t, v in enumerate(d)]
+        top = str(max(int(n) for n in by_n))
+        metrics[cls] = {"by_n": by_n, "n": int(top), "mip_minus_bsb_per_trial": by_n[top]["mip_minus_bsb_per_trial"]}
+        control[cls] = {"by_n": by_n_ctl, "mip_minus_bsb_per_trial": by_n_ctl[top]["mip_minus_bsb_per_trial"]}
+    prov = src / "provenance.json"
+    source = json.loads(prov.read_text(encoding="utf-8")) if prov.is_file() else {}
+    metrics["source"] = {"experiment": str(params["source"]), "commit": source.get("commit")}
+    metrics["control"] = {"one_epoch": control}
+    return tidy, metrics
 
 
 # ------------------------------------------------------------------------------------------------------------- (iv)
@@ -914,7 +945,8 @@ def run_sensitivity(params: dict, ctx: RunContext):
 
 EXPERIMENTS = {"landscape": run_landscape, "sk_goe": run_sk_goe, "gset": run_gset, "tau_sweep": run_tau_sweep,
                "npp": run_npp, "kn_gw": run_kn_gw, "performance": run_performance, "tuning": run_tuning,
-               "ablation": run_ablation, "er_hist": run_er_hist, "sensitivity": run_sensitivity}
+               "ablation": run_ablation, "er_hist": run_er_hist, "sensitivity": run_sensitivity,
+               "sk_goe_pairs": run_sk_goe_pairs}
 
 if __name__ == "__main__":
     main(EXPERIMENTS)
