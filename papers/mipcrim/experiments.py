@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from shared.experiment import RunContext, main
-from shared.results import atomic_write_text, mean_and_se
+from shared.results import atomic_write_text, mean_and_se, read_metrics
 
 from . import baselines as bl
 from .ablation import relaxed_descent
@@ -226,6 +226,55 @@ def run_sk_goe(params: dict, ctx: RunContext):
     control["sync_per_run"] = [float(v) for v in syncs_ctl]
     metrics["control"] = {"one_epoch": control}
     return rows, metrics
+
+
+def _sk_goe_rows(path: Path) -> dict:
+    """Normalised energies of ``run_sk_goe``'s tidy rows: {(cls, n, method): {trial: value}}."""
+    out = {}
+    with open(path, encoding="utf-8") as fh:
+        for r in csv.DictReader(fh):
+            if r["metric"].endswith("_norm_energy"):
+                key = (r["metric"].split("_", 1)[0], str(int(float(r["step"]))), r["method"])
+                out.setdefault(key, {})[int(float(r["trial"]))] = float(r["value"])
+    return out
+
+
+def _paired(rows: dict, cls: str, n: str, method: str, ref: str) -> list[float]:
+    """Per instance, ``method``'s normalised energy minus ``ref``'s (instances in trial order)."""
+    a, b = rows.get((cls, n, method)), rows.get((cls, n, ref))
+    if not a or not b or set(a) != set(b):
+        raise ValueError(f"sk_goe_pairs: rows of {method!r} and {ref!r} for {cls} n = {n} do not pair up")
+    return [a[t] - b[t] for t in sorted(a)]
+
+
+def run_sk_goe_pairs(params: dict, ctx: RunContext):
+    """MiP-CRIM against ballistic SB on the SK/GOE instances of ``sk_goe``, paired per instance, read from that
+    run's tidy rows (``sk_goe/results.csv``; nothing is recomputed). E/normaliser of MiP-CRIM's run minus bSB's best
+    read; control ``one_epoch``: the K = 1 runs of the same experiment minus bSB. The MiP-CRIM energies of the rows
+    must equal ``sk_goe/metrics.json``'s per-instance lists (the same run), else the experiment stops."""
+    src = ctx.out_dir.parent / str(params["source"])
+    rows = _sk_goe_rows(src / "results.csv")
+    base = read_metrics(src / "metrics.json")
+    metrics, control, tidy = {}, {}, []
+    for cls in ("sk", "goe"):
+        by_n, by_n_ctl = {}, {}
+        for n, entry in base[cls]["by_n"].items():
+            mine = [rows[(cls, n, "mip_crim")][t] for t in sorted(rows[(cls, n, "mip_crim")])]
+            if not np.allclose(mine, entry["per_trial"], rtol=1e-12, atol=0.0):
+                raise ValueError(f"sk_goe_pairs: {src / 'results.csv'} and metrics.json disagree ({cls}, n = {n})")
+            d = _paired(rows, cls, n, "mip_crim", "bsb")
+            d1 = _paired(rows, cls, n, "mip_crim_one_epoch", "bsb")
+            by_n[n] = {"mip_minus_bsb_per_trial": d, "mean": float(np.mean(d)), "n_trials": len(d)}
+            by_n_ctl[n] = {"mip_minus_bsb_per_trial": d1}
+            tidy += [_row("mip_minus_bsb", t, int(n), f"{cls}_norm_energy_diff", v) for t, v in enumerate(d)]
+        top = str(max(int(n) for n in by_n))
+        metrics[cls] = {"by_n": by_n, "n": int(top), "mip_minus_bsb_per_trial": by_n[top]["mip_minus_bsb_per_trial"]}
+        control[cls] = {"by_n": by_n_ctl, "mip_minus_bsb_per_trial": by_n_ctl[top]["mip_minus_bsb_per_trial"]}
+    prov = src / "provenance.json"
+    source = json.loads(prov.read_text(encoding="utf-8")) if prov.is_file() else {}
+    metrics["source"] = {"experiment": str(params["source"]), "commit": source.get("commit")}
+    metrics["control"] = {"one_epoch": control}
+    return tidy, metrics
 
 
 # ------------------------------------------------------------------------------------------------------------- (iv)
@@ -511,7 +560,21 @@ def run_kn_gw(params: dict, ctx: RunContext):
             rows.append(_row("gw_sdp", int(params["instance_seed"]), n, "cut", entry["gw_cut"]))
     atomic_write_text(ctx.out_dir / "timings.json", json.dumps(timings, indent=2, sort_keys=True) + "\n")
     ctx.record(timings=timings)
-    return rows, {"kn": metrics, "control": {"one_epoch": {"kn": control}}}
+    return rows, {"kn": metrics, "kn_all": _kn_min_margin(metrics),
+                  "control": {"one_epoch": {"kn": control, "kn_all": _kn_min_margin(metrics, control)}}}
+
+
+def _kn_min_margin(entries: dict, cuts: dict | None = None) -> dict:
+    """The smallest margin over the sizes n that have a GW reference: min_n 100 (c_n - gw_n) / gw_n, in percent of
+    the GW cut, with c_n the best MiP-CRIM cut of ``cuts`` (default: ``entries`` itself; the control passes its
+    one-epoch cuts) and gw_n from ``entries``. None when no size has a GW cut."""
+    cuts = entries if cuts is None else cuts
+    pct = {n: 100.0 * (cuts[n]["mip_best_cut"] - e["gw_cut"]) / e["gw_cut"]
+           for n, e in entries.items() if "gw_cut" in e}
+    if not pct:
+        return {"min_mip_minus_gw_pct": None, "n_at_min": None, "sizes": []}
+    n_min = min(pct, key=pct.get)
+    return {"min_mip_minus_gw_pct": pct[n_min], "n_at_min": int(n_min), "sizes": sorted(int(n) for n in pct)}
 
 
 # ---------------------------------------------------------------------------------------------------- performance
@@ -631,6 +694,47 @@ def run_tuning(params: dict, ctx: RunContext):
                          "sync": res.result.sync, "n_runs": len(res.history),
                          "params": {k2: float(v) for k2, v in res.params.items()}}
     return rows, {"tuning": metrics}
+
+
+def _tuner_cut(J, edges, params, seed, epochs):
+    """One run of the App.-E tuner (``tune_mip_crim``) with ``epochs`` epochs per run; (result, best cut)."""
+    res = tune_mip_crim(J, res=int(params["res"]), rounds=int(params["rounds"]), epochs=int(epochs),
+                        inner_steps=int(params["inner_steps"]), sigma=float(params.get("sigma", 1e-3)), seed=seed)
+    return res, cut_value(edges, res.result.spins)
+
+
+def run_tuning_control(params: dict, ctx: RunContext):
+    """Table-4 quality of the App.-E tuner, with its control, for the claims; ``tuning`` itself is not rerun.
+
+    Per graph of ``tuning`` (read from its ``metrics.json``) the gap 100 (best-known - cut) / best-known of the
+    tuner's best cut minus Table 4's own gap (percentage points). Control ``one_epoch``: the same tuner (same grid,
+    rounds, inner steps and per-graph seed as ``run_tuning``: the paper seed + the graph's position) run here with
+    K = 1 epoch per run, i.e. Algorithm 1 without its epoch-and-restart loop."""
+    src = ctx.out_dir.parent / str(params["source"])
+    tuned = read_metrics(src / "metrics.json")["tuning"]
+    prov = json.loads((src / "provenance.json").read_text(encoding="utf-8"))
+    run = prov["params"]
+    if list(tuned) != list(run["graphs"]):
+        raise ValueError(f"tuning_control: {src} lists graphs {list(tuned)}, its params {run['graphs']}")
+    t4, rows = table4(), []
+    gaps, gaps1, excess, excess1, per_graph = [], [], [], [], {}
+    for k, name in enumerate(run["graphs"]):
+        n, edges, bk = _graph(name, run, ctx)
+        _, cut1 = _tuner_cut(maxcut_coupling(n, edges), edges, run, int(prov["seed"]) + k, 1)
+        gap, gap1 = float(tuned[name]["rel_gap_pct"]), _gap_pct(cut1, bk)
+        per_graph[name] = {"rel_gap_pct": gap, "one_epoch_best_cut": cut1, "one_epoch_gap_pct": gap1}
+        rows.append(_row("tuner_one_epoch", k, 0, "cut", cut1, graph=name))
+        gaps.append(gap)
+        gaps1.append(gap1)
+        if name in t4:
+            t4_gap = _gap_pct(t4[name]["cut"], bk)
+            per_graph[name]["table4_gap_pct"] = t4_gap
+            excess.append(gap - t4_gap)
+            excess1.append(gap1 - t4_gap)
+    summary = {"rel_gap_pct_per_graph": gaps, "excess_gap_pp_per_graph": excess or None, "graphs": per_graph,
+               "n_graphs": len(gaps), "n_table4_graphs": len(excess), "source_commit": prov.get("commit")}
+    control = {"rel_gap_pct_per_graph": gaps1, "excess_gap_pp_per_graph": excess1 or None}
+    return rows, {"tuning_all": summary, "control": {"one_epoch": {"tuning_all": control}}}
 
 
 # ------------------------------------------------------------------------------------------------ Fig. 2 ablation
@@ -882,7 +986,8 @@ def run_sensitivity(params: dict, ctx: RunContext):
 
 EXPERIMENTS = {"landscape": run_landscape, "sk_goe": run_sk_goe, "gset": run_gset, "tau_sweep": run_tau_sweep,
                "npp": run_npp, "kn_gw": run_kn_gw, "performance": run_performance, "tuning": run_tuning,
-               "ablation": run_ablation, "er_hist": run_er_hist, "sensitivity": run_sensitivity}
+               "ablation": run_ablation, "er_hist": run_er_hist, "sensitivity": run_sensitivity,
+               "sk_goe_pairs": run_sk_goe_pairs, "tuning_control": run_tuning_control}
 
 if __name__ == "__main__":
     main(EXPERIMENTS)
