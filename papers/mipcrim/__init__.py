@@ -1,4 +1,4 @@
-"""MiP-CRIM: "Local-Minima-Preserving Continuous Relaxation of Ising Problems".
+"""MiP-CRIM: "Local-Minima-Preserving Polynomial Relaxation of Ising Problems".
 
 D. Banerjee, S. Mahapatra, K. N. Chaudhury (IISc Bangalore), ICML 2026 (PMLR 306), arXiv 2606.30333.
 
