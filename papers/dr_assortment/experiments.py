@@ -289,6 +289,18 @@ def _draw_instance(rng, n_data: int, n_items: int, d: int, offer, n_test: int):
     return theta, r, feats, offered, choices, test
 
 
+def _per_rep_ratios(small_n: list[float], large_n: list[float]) -> list[float]:
+    """Per replication i, gap_i(n_max) / gap_i(n_min): the shrinkage of the decision gap over the range of n.
+
+    A replication whose gap is already 0 at the smallest n shows no measurable shrinkage and counts as 1.0
+    (no decay), which can only make ``ratio <= threshold`` harder to pass.
+    """
+    if len(small_n) != len(large_n):
+        raise ValueError(f"small_n and large_n must have one entry per replication, got {len(small_n)} "
+                         f"and {len(large_n)}")
+    return [float(b / a) if a > 0 else 1.0 for a, b in zip(small_n, large_n)]
+
+
 def run_sample_complexity(params: dict, ctx: RunContext):
     """Plug-in robust decisions from the MNL MLE: parameter error and decision gap against n.
 
@@ -346,6 +358,7 @@ def run_sample_complexity(params: dict, ctx: RunContext):
         decisions[k] = {
             "divergence": div, "rho": rho, "capacity": _cap_label(cap),
             "gap_ratio": float(mean_gap[-1] / mean_gap[0]) if mean_gap[0] > 0 else 0.0,
+            "gap_ratio_per_rep": _per_rep_ratios(gap[k][ns[0]], gap[k][ns[-1]]),
             "mean_gap": {str(n): float(m) for n, m in zip(ns, mean_gap)},
             "se_gap": {str(n): _mean_se(gap[k][n])[1] for n in ns},
         }
@@ -355,8 +368,13 @@ def run_sample_complexity(params: dict, ctx: RunContext):
         "err_slope_per_rep": [float(x) for x in per_rep],
         # control of decision-rate: random assortments (no learning)
         "control_random_gap_ratio": float(np.mean(random_gap[ns[-1]]) / np.mean(random_gap[ns[0]])),
+        "control_random_gap_ratio_per_rep": _per_rep_ratios(random_gap[ns[0]], random_gap[ns[-1]]),
         "gap_ratio": first["gap_ratio"],
+        "gap_ratio_per_rep": first["gap_ratio_per_rep"],
         "max_gap_ratio": float(max(dd["gap_ratio"] for dd in decisions.values())),
+        # per replication, the largest ratio over the configured decisions (decision-rate-all's samples)
+        "max_gap_ratio_per_rep": [float(max(dd["gap_ratio_per_rep"][i] for dd in decisions.values()))
+                                  for i in range(len(first["gap_ratio_per_rep"]))],
         "min_gap_at_largest_n": float(min(gap[keys[0]][ns[-1]])),
         "mean_err": {str(n): float(m) for n, m in zip(ns, mean_err)},
         "se_err": {str(n): _mean_se(err[n])[1] for n in ns},
