@@ -187,3 +187,14 @@ def test_placements_smoke(tmp_path):
     one = m["by_segments"]["1"]["context"]                      # one segment: context ball changes nothing
     assert one["size_diff"]["mean"] == 0.0 and one["rel_gain"]["mean"] == 0.0
     assert m["n_verdicts_depending"] == len(m["verdicts_depending_on_placement"])
+
+
+def test_performance_smoke_keys_and_certificate_bracket(tmp_path):
+    """The performance experiment keeps the perf-check keys, adds the robust HiGHS comparator, and the fast
+    solver's value lies inside the HiGHS certificate's bracket on every instance."""
+    config = Path(__file__).resolve().parents[1] / "config.yaml"
+    m = run_experiment(EXPERIMENTS, "performance", config, "smoke", tmp_path / "perf")
+    assert m["values_agree"] and m["certificate_bracket_violation"] == 0.0
+    assert {"brute_N6_C3", "lp_N20_C5", "certificate_N20_C5"} <= set(m["timing"])
+    for t in m["timing"].values():
+        assert t["speedup"] == t["baseline_s"] / t["ours_s"]

@@ -11,6 +11,7 @@ from shared.experiment import run_experiment
 
 from papers.dr_assortment.bandit import run_mnl_bandit, ucb_weights
 from papers.dr_assortment.experiments import EXPERIMENTS
+import papers.dr_assortment.experiments as E
 from papers.dr_assortment.mnl import is_revenue_ordered, revenue_ordered_sets
 from papers.dr_assortment.online import etc_expected_regret, etc_exploration_length, robust_decision_gaps
 from papers.dr_assortment.robust import solve_drao
@@ -165,6 +166,9 @@ def test_sample_complexity_reports_every_decision(tmp_path):
     assert len(m["decision_order"]) == len(decisions) == len(m["decisions"])
     assert m["gap_ratio"] == m["decisions"][m["decision_order"][0]]["gap_ratio"]
     assert m["max_gap_ratio"] == max(d["gap_ratio"] for d in m["decisions"].values())
+    per_rep = [d["gap_ratio_per_rep"] for d in m["decisions"].values()]
+    assert m["max_gap_ratio_per_rep"] == [max(col) for col in zip(*per_rep)]
+    assert len(m["control_random_gap_ratio_per_rep"]) == m["n_reps"]
     for d in m["decisions"].values():
         assert all(g >= 0 for g in d["mean_gap"].values())
 
@@ -215,3 +219,10 @@ def test_epoch_purchase_counts_estimate_the_weights():
                 break
             counts[c - 1] += 1
     assert np.allclose(counts / epochs, v, rtol=0.03)
+
+
+def test_per_rep_ratios_known_values():
+    """gap(n_max) / gap(n_min) per replication; a zero gap at n_min counts as no decay (1.0)."""
+    assert E._per_rep_ratios([0.4, 0.0, 0.2], [0.1, 0.0, 0.05]) == [0.25, 1.0, 0.25]
+    with pytest.raises(ValueError, match="one entry per replication"):
+        E._per_rep_ratios([0.1], [0.1, 0.2])
