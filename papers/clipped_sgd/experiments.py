@@ -19,12 +19,12 @@ import numpy as np
 from shared import seeding
 from shared.experiment import RunContext, main
 from shared.results import write_metrics
-from shared.timing import time_calls
+from shared.timing import alternating_least_cpu
 
 from papers.clipped_sgd.analysis import clipped_fixed_point, loglog_slope, noise_moments, predicted_sgd_error
 from papers.clipped_sgd.methods import run_sgd, run_sgd_batch
 from papers.clipped_sgd.problems import draw_noise, make_problem
-from papers.clipped_sgd.quadratic import quadratic_runs
+from papers.clipped_sgd.quadratic import quadratic_runs, sgd_expected_error, step_schedule
 
 __all__ = ["EXPERIMENTS", "moment_scaling", "sgd_vs_clip", "sgd_prediction", "schedules", "generalization",
            "performance", "section4", "real_features", "alpha_key", "n_key", "cell_seeds", "block_slices",
@@ -248,6 +248,15 @@ def sgd_vs_clip(params: dict, ctx: RunContext):
             [r.err_avg for r in cres[d_c:]], [r.err_avg for r in cres[:d_c]])}
         ctx.log(f"control (Gaussian noise, N={n_c}): median clip/SGD "
                 f"{math.exp(_median(control['gaussian']['log_clip_over_sgd'])):.3g}")
+    cpred = params.get("control_pred")
+    if cpred:   # clipping off, without runs: SGD's first-order stationary error on many fresh dataset pairs
+        n_p = int(cpred["n_datasets"])
+        pseeds = cell_seeds(ctx, 2, n_p, "control_pred")
+        pred = [[predicted_sgd_error(p, gamma) for p in _ls_problems(pseeds[c], n, alpha, dim, design)]
+                for c, n in enumerate((ns[0], ns[-1]))]
+        control["pred"] = {"n_datasets": n_p, "log_growth": paired_log_ratios(pred[1], pred[0])}
+        ctx.log(f"control (SGD's predicted error, {n_p} pairs): mean log growth "
+                f"{np.mean(control['pred']['log_growth']):.3g}")
     metrics = {"n_samples": ns, "step_size": gamma, "clip_level": lam, "tail_index": alpha, "by_n": per_n,
                "samples": samples, "control": control,
                "sgd_rel_dev_by_n": rel, "sgd_rel_dev": max(rel.values()),
@@ -479,23 +488,20 @@ def generalization(params: dict, ctx: RunContext):
 
 
 # -------------------------------------------------------------------------------------------- performance
-def _timed(fn, repeats: int):
-    """Median CPU time of ``repeats`` calls (every timed loop is single-threaded, so CPU time is its compute
-    time, and it is less disturbed than wall time by other jobs on a shared machine) and the last output."""
-    t = time_calls(fn, repeats)
-    return t.cpu_median, t.output
-
-
 def performance(params: dict, ctx: RunContext):
-    """Time per 1e4 steps of Clip-SGD: the numpy loop on one dataset, the numpy loop vectorised over
-    ``n_vectorised`` runs (per run-step), ``torch.optim.SGD`` + ``clip_grad_norm_`` (float64, batch 1), and one
-    epoch of sklearn's ``SGDRegressor`` (N steps, plain SGD, for reference), all on the same least-squares dataset
-    and index sequence, BLAS and torch on one thread.
+    """CPU time per 1e4 steps of Clip-SGD on one least-squares dataset and index sequence, BLAS and torch on one
+    thread: the numpy loop on one dataset (``n_steps`` steps), the numpy loop vectorised over ``n_vectorised`` runs
+    (per run-step), ``torch.optim.SGD`` + ``clip_grad_norm_`` (float64, batch 1, ``torch_steps`` steps; the
+    strongest fair comparator: the one library routine that computes the same iterates) and one epoch of sklearn's
+    ``SGDRegressor`` (N steps of plain SGD without clipping, a reference only).
+
+    Timing: ``shared.timing.alternating_least_cpu`` with ``rounds`` rounds that call the four in turn, the least
+    process-CPU time per call of each (load only ever adds time), scaled to 1e4 steps; ratios to torch.
 
     Equivalence (deterministic, in metrics.json): relative difference of the numpy and torch iterates after
     ``equivalence_steps`` steps with clip eps = 1e-6 (``rel_diff_torch.eps_torch``) and eps = 0
     (``rel_diff_torch.eps_zero``); gradient evaluations per step counted by ``shared.oracles.CallCounter``.
-    CPU times (single-threaded loops) go to ``timings.json`` and provenance.json.
+    CPU times go to ``timings.json`` and provenance.json.
     """
     import torch
 
@@ -505,46 +511,49 @@ def performance(params: dict, ctx: RunContext):
     n, alpha = int(params["n_samples"]), float(params["tail_index"])
     gamma, lam = float(params["step_size"]), float(params["clip_level"])
     n_steps, n_eq = int(params["n_steps"]), int(params["equivalence_steps"])
-    n_vec, repeats = int(params.get("n_vectorised", 64)), int(params.get("repeats", 3))
+    n_torch = int(params.get("torch_steps", n_eq))
+    n_vec, rounds = int(params.get("n_vectorised", 64)), int(params.get("rounds", 5))
+    if min(n_steps, n_eq, n_torch, n_vec, rounds) < 1:
+        raise ValueError("n_steps, equivalence_steps, torch_steps, n_vectorised and rounds must be >= 1")
     (data_ss, index_ss), = cell_seeds(ctx, 1, 1)[0]
     problem = make_problem("least_squares_synthetic", n_samples=n, tail_index=alpha, dim=int(params.get("dim", 10)),
                            seed=data_ss)
     vec_seeds = [index_ss] + list(index_ss.spawn(n_vec - 1))
-    per = 1e4 / n_steps
 
-    run_sgd(problem, min(n_steps, 1000), step_size=gamma, clip_level=lam, seed=index_ss)   # warm-up
-    t_single, single = _timed(lambda: run_sgd(problem, n_steps, step_size=gamma, clip_level=lam, seed=index_ss),
-                              repeats)
-    t_vec, vec = _timed(lambda: run_sgd_batch([problem] * n_vec, n_steps, step_size=gamma, clip_level=lam,
-                                              seeds=vec_seeds), repeats)
+    single = run_sgd(problem, n_steps, step_size=gamma, clip_level=lam, seed=index_ss)
+    vec = run_sgd_batch([problem] * n_vec, n_steps, step_size=gamma, clip_level=lam, seeds=vec_seeds)
     if not np.array_equal(vec[0].x_final, single.x_final):
         raise RuntimeError("the vectorised run 0 differs from the single run on the same index sequence")
-    t_torch, (x_torch, torch_calls) = _timed(
-        lambda: run_torch_sgd(problem, n_eq, step_size=gamma, clip_level=lam, seed=index_ss), 1)
+    x_torch, torch_calls = run_torch_sgd(problem, n_eq, step_size=gamma, clip_level=lam, seed=index_ss)
     x_np_eps = run_sgd(problem, n_eq, step_size=gamma, clip_level=lam, seed=index_ss, clip_eps=1e-6).x_final
     x_np_zero = run_sgd(problem, n_eq, step_size=gamma, clip_level=lam, seed=index_ss).x_final
     scale = float(np.linalg.norm(x_torch))
     rel = {"eps_torch": float(np.linalg.norm(x_np_eps - x_torch)) / scale,
            "eps_zero": float(np.linalg.norm(x_np_zero - x_torch)) / scale}
-    sgd_regressor_epoch(problem, step_size=gamma)   # warm-up (import)
-    t_skl, _ = _timed(lambda: sgd_regressor_epoch(problem, step_size=gamma), repeats)
-    timings = {
-        "per_1e4_steps_s": {"numpy_single": t_single * per, "numpy_vectorised_per_run": t_vec * per / n_vec,
-                            "torch": t_torch * 1e4 / n_eq, "sklearn_sgdregressor_epoch": t_skl * 1e4 / n},
-    }
-    t = timings["per_1e4_steps_s"]
-    timings["ratio"] = {"numpy_over_torch": t["numpy_single"] / t["torch"],
-                        "numpy_vectorised_over_torch": t["numpy_vectorised_per_run"] / t["torch"],
-                        "sklearn_over_torch": t["sklearn_sgdregressor_epoch"] / t["torch"]}
+
+    fns = {"numpy_single": lambda: run_sgd(problem, n_steps, step_size=gamma, clip_level=lam, seed=index_ss),
+           "numpy_vectorised": lambda: run_sgd_batch([problem] * n_vec, n_steps, step_size=gamma, clip_level=lam,
+                                                     seeds=vec_seeds),
+           "torch": lambda: run_torch_sgd(problem, n_torch, step_size=gamma, clip_level=lam, seed=index_ss),
+           "sklearn": lambda: sgd_regressor_epoch(problem, step_size=gamma)}
+    timed = alternating_least_cpu(fns, rounds)
+    sec = timed["seconds"]
+    t = {"numpy_single": sec["numpy_single"] * 1e4 / n_steps,
+         "numpy_vectorised_per_run": sec["numpy_vectorised"] * 1e4 / (n_steps * n_vec),
+         "torch": sec["torch"] * 1e4 / n_torch, "sklearn_sgdregressor_epoch": sec["sklearn"] * 1e4 / n}
+    timings = {"per_1e4_steps_s": t, "calls_per_measurement": timed["number"], "rounds": timed["rounds"],
+               "ratio": {"numpy_over_torch": t["numpy_single"] / t["torch"],
+                         "numpy_vectorised_over_torch": t["numpy_vectorised_per_run"] / t["torch"],
+                         "sklearn_over_torch": t["sklearn_sgdregressor_epoch"] / t["torch"]}}
     write_metrics(timings, ctx.out_dir / "timings.json")
     ctx.record(timings=timings)
-    ctx.log(f"per 1e4 steps: numpy {t['numpy_single']:.3g} s, vectorised {t['numpy_vectorised_per_run']:.3g} s/run, "
-            f"torch {t['torch']:.3g} s; rel. diff to torch {rel['eps_torch']:.2g} (eps 1e-6), "
-            f"{rel['eps_zero']:.2g} (eps 0)")
+    ctx.log(f"per 1e4 steps (least CPU of {rounds} alternating rounds): numpy {t['numpy_single']:.3g} s, vectorised "
+            f"{t['numpy_vectorised_per_run']:.3g} s/run, torch {t['torch']:.3g} s; rel. diff to torch "
+            f"{rel['eps_torch']:.2g} (eps 1e-6), {rel['eps_zero']:.2g} (eps 0)")
     rows = [{"method": "numpy_vs_torch", "seed": 0, "step": n_eq, "metric": f"rel_diff_{k}", "value": v}
             for k, v in rel.items()]
-    metrics = {"n_samples": n, "n_steps": n_steps, "equivalence_steps": n_eq, "n_vectorised": n_vec,
-               "repeats": repeats, "rel_diff_torch": rel,
+    metrics = {"n_samples": n, "n_steps": n_steps, "equivalence_steps": n_eq, "torch_steps": n_torch,
+               "n_vectorised": n_vec, "rounds": rounds, "rel_diff_torch": rel,
                "grad_evals_per_step": {"numpy": single.grad_evals / n_steps, "torch": torch_calls / n_eq},
                "clipped_fraction": single.n_clipped / n_steps}
     return rows, metrics
@@ -552,11 +561,14 @@ def performance(params: dict, ctx: RunContext):
 
 # -------------------------------------------------------------------------------- section4 (paper, Section 4)
 def _quadratic_cell(seeds, n, alpha, scale, noise, T, n_runs, etas, x0):
-    """Datasets xi = scale * noise (N,) for each (data, index) seed pair, their runs (quadratic_runs) and their
-    sigma_N^2(x*) = mean xi_i^2 (grad f(0, xi) = xi)."""
+    """Datasets xi = scale * noise (N,) for each (data, index) seed pair, their runs (quadratic_runs), their
+    sigma_N^2(x*) = mean xi_i^2 (grad f(0, xi) = xi) and SGD's exact expected error with the paper's step
+    (``sgd_expected_error``, eta = 1/4: clipping off, expectation over the algorithm in closed form)."""
     data = [draw_noise(np.random.default_rng(data_ss), n, noise, alpha, scale) for data_ss, _ in seeds]
     runs = quadratic_runs(data, [index_ss for _, index_ss in seeds], T, alpha, n_runs=n_runs, etas=etas, x0=x0)
-    return runs, [float(np.mean(xi * xi)) for xi in data]
+    gam = step_schedule(T, alpha, 0.25)
+    exact = [sgd_expected_error(xi, gam, x0) for xi in data]
+    return runs, [float(np.mean(xi * xi)) for xi in data], exact
 
 
 def _tuned_eta(ctx, alpha, n, cell, params, etas, noise) -> dict:
@@ -564,7 +576,7 @@ def _tuned_eta(ctx, alpha, n, cell, params, etas, noise) -> dict:
     mean error over runs; tuning datasets come from their own seed stream, never the evaluation datasets."""
     n_tune = int(params["n_tune_datasets"])
     seeds = cell_seeds(ctx, cell + 1, n_tune, "tune", noise)[cell]
-    runs, _ = _quadratic_cell(seeds, n, alpha, float(params["noise_scale"]), noise, int(params["n_steps"]),
+    runs, _, _ = _quadratic_cell(seeds, n, alpha, float(params["noise_scale"]), noise, int(params["n_steps"]),
                               int(params["n_runs"]), etas, float(params["x0"]))
     best = {}
     for kind in ("sgd", "avg"):
@@ -580,6 +592,9 @@ def section4(params: dict, ctx: RunContext):
     Per (alpha, N, dataset): the mean over runs of ||x_T - x_S||^2 for SGD, Clip-SGD, averaged SGD (eta = 1/4)
     and SGD / averaged SGD with the step multiplier tuned on separate datasets (``eta_grid``). A "seed" is one
     dataset index: at every N it draws a fresh dataset, so each seed gives one curve over N.
+
+    ``sgd_exact`` is SGD's exact expected error (eta = 1/4) in closed form (:func:`sgd_expected_error`), the
+    clipping-off control without the Monte Carlo error of 100 runs.
 
     Metrics: ``median.<method>.<alpha>.<N>`` (over datasets); ``samples.slope.<method>.<alpha>`` (per seed, slope
     of log error against log N over N >= ``slope_from``); ``samples.log_clip_over.<method>.<alpha>`` (per seed,
@@ -615,18 +630,22 @@ _S4_METHODS = ("sgd", "clip", "avg", "sgd_tuned", "avg_tuned")
 def _section4_block(ctx, alphas, ns, fit, seeds, noise, params, etas, rows, *, tune: bool) -> dict:
     T, n_runs = int(params["n_steps"]), int(params["n_runs"])
     scale = float(params["noise_scale"])
-    out = {"median": {m: {} for m in _S4_METHODS}, "tuned_eta": {},
-           "samples": {"slope": {m: {} for m in _S4_METHODS}, "log_clip_over": {}, "log_clip_over_small_n": {},
+    out = {"median": {m: {} for m in _S4_METHODS + ("sgd_exact",)}, "tuned_eta": {},
+           "samples": {"slope": {m: {} for m in _S4_METHODS + ("sgd_exact",)}, "log_clip_over": {},
+                       "log_clip_over_small_n": {},
                        "sigma2_slope": {}}}
     cell = 0
     for alpha in alphas:
         ak = alpha_key(alpha)
-        errs = {m: [] for m in _S4_METHODS}      # [N index] -> per-dataset mean error over runs
+        errs = {m: [] for m in _S4_METHODS + ("sgd_exact",)}   # [N index] -> per-dataset mean error over runs
         sigma2 = []
         out["tuned_eta"][ak] = {}
         for n in ns:
             best = _tuned_eta(ctx, alpha, n, cell, params, etas, noise) if tune else {"sgd": 0, "avg": 0}
-            runs, s2 = _quadratic_cell(seeds[cell], n, alpha, scale, noise, T, n_runs, etas, float(params["x0"]))
+            runs, s2, exact = _quadratic_cell(seeds[cell], n, alpha, scale, noise, T, n_runs, etas,
+                                              float(params["x0"]))
+            errs["sgd_exact"].append(np.asarray(exact))
+            out["median"]["sgd_exact"].setdefault(ak, {})[n_key(n)] = _median(exact)
             per = {"sgd": runs.opt["sgd_eta0"], "clip": runs.opt["clip"], "avg": runs.opt["avg_eta0"],
                    "sgd_tuned": runs.opt[f"sgd_eta{best['sgd']}"], "avg_tuned": runs.opt[f"avg_eta{best['avg']}"]}
             for m, e in per.items():
@@ -640,7 +659,7 @@ def _section4_block(ctx, alphas, ns, fit, seeds, noise, params, etas, rows, *, t
             out["tuned_eta"][ak][n_key(n)] = {k: etas[j] for k, j in best.items()}
             cell += 1
         logn = [ns[j] for j in fit]
-        for m in _S4_METHODS:
+        for m in _S4_METHODS + ("sgd_exact",):
             arr = np.asarray(errs[m])                # (len(ns), D)
             out["samples"]["slope"][m][ak] = [loglog_slope(logn, arr[fit, d]) for d in range(arr.shape[1])]
         errs["best_sgd"] = [np.minimum(a, b) for a, b in zip(errs["sgd_tuned"], errs["avg_tuned"])]
@@ -659,7 +678,9 @@ def real_features(params: dict, ctx: RunContext):
     """E2 on real features: the constant-step SGD / Clip-SGD comparison of :func:`sgd_vs_clip` with the rows of
     scikit-learn's bundled diabetes design (standardised, resampled to N rows) and injected Student-t(alpha) label
     noise around the coefficients fitted on the real target (``design: diabetes``); the same metrics and the same
-    Gaussian-noise control."""
+    Gaussian-noise control. ``control_pred: {n_datasets}`` adds the clipping-off control without runs: SGD's
+    first-order stationary error (gamma/2) tr(Sigma^{-1} C) at the smallest and the largest N on that many fresh
+    dataset pairs (``control.pred.log_growth``)."""
     return sgd_vs_clip(dict(params, design="diabetes"), ctx)
 
 

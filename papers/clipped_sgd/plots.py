@@ -183,8 +183,8 @@ def _performance_table(results: Path, out: Path) -> None:
     path = out / "performance_table.md"
     timing_text = markdown_table(
         timing, floatfmt=".3g",
-        title=f"Clip-SGD, least squares N = {perf['n_samples']}, d = 10: CPU seconds per 1e4 steps (median of "
-              f"{perf['repeats']} repeats, torch timed once; BLAS and torch on one thread; hardware: "
+        title=f"Clip-SGD, least squares N = {perf['n_samples']}, d = 10: CPU seconds per 1e4 steps (least of "
+              f"{perf['rounds']} alternating rounds; BLAS and torch on one thread; hardware: "
               f"{hw.get('cpu', 'unknown')}, {hw.get('cores', '?')} cores)")
     equivalence_text = markdown_table(
         equivalence, floatfmt=".2g",

@@ -21,7 +21,7 @@ import numpy as np
 
 from shared.oracles import uniform_indices
 
-__all__ = ["QuadraticRuns", "quadratic_runs", "step_schedule", "clip_schedule"]
+__all__ = ["QuadraticRuns", "quadratic_runs", "step_schedule", "clip_schedule", "sgd_expected_error"]
 
 
 def step_schedule(n_steps: int, alpha: float, eta: float = 0.25) -> np.ndarray:
@@ -107,3 +107,25 @@ def quadratic_runs(datasets, index_seeds, n_steps: int, alpha: float, *, n_runs:
     opt["clip"] = (Xc - x_erm[:, None]) ** 2
     gen["clip"] = Xc ** 2
     return QuadraticRuns(opt=opt, gen=gen, x_erm=x_erm)
+
+
+def sgd_expected_error(xi, gammas, x0: float = 0.0) -> float:
+    """Exact E_alg ||x_T - x_S||^2 of SGD on the quadratic finite sum (no runs): with e_t = x_t - x_S and
+    x_S = -xbar, e_t = (1 - gamma_t) e_{t-1} - gamma_t (xi_{i_t} - xbar), where xi_{i_t} - xbar has mean 0 and
+    variance v = (1/N) sum_i (xi_i - xbar)^2 under uniform sampling, independently over t. Hence
+
+        E e_T^2 = P_1^2 e_0^2 + v sum_t gamma_t^2 P_{t+1}^2,     P_t = prod_{s=t}^{T} (1 - gamma_s)   (P_{T+1} = 1).
+
+    It is the limit of the mean over runs of ``quadratic_runs``' SGD error as the number of runs grows: clipping off,
+    with the expectation over the algorithm taken exactly. ``xi``: 1-D finite data; ``gammas``: (T,) positive steps.
+    """
+    xi = np.asarray(xi, dtype=float)
+    g = np.asarray(gammas, dtype=float)
+    if xi.ndim != 1 or xi.size < 1 or not np.all(np.isfinite(xi)):
+        raise ValueError("xi must be a finite, non-empty 1-D array")
+    if g.ndim != 1 or g.size < 1 or not np.all(np.isfinite(g)) or np.any(g <= 0):
+        raise ValueError("gammas must be a non-empty 1-D array of finite steps > 0")
+    xbar = float(xi.mean())
+    v = float(np.mean((xi - xbar) ** 2))
+    tail = np.append(np.cumprod((1.0 - g)[::-1])[::-1], 1.0) ** 2       # P_t^2 for t = 1..T+1
+    return float(tail[0] * (float(x0) + xbar) ** 2 + v * np.sum(g ** 2 * tail[1:]))

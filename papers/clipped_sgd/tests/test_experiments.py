@@ -26,6 +26,17 @@ def test_torch_equivalence_and_call_counts_at_smoke(smoke_results):
     assert perf["grad_evals_per_step"] == {"numpy": 1.0, "torch": 1.0}
 
 
+def test_timings_carry_the_headline_ratio_keys(smoke_results):
+    """config/performance.yaml reads ratio.numpy_vectorised_over_torch and ratio.sklearn_over_torch; each ratio is
+    the quotient of the per-1e4-step times it names (alternating rounds, least CPU time)."""
+    t = read_metrics(smoke_results / "performance" / "timings.json")
+    per, ratio = t["per_1e4_steps_s"], t["ratio"]
+    assert ratio["numpy_vectorised_over_torch"] == pytest.approx(per["numpy_vectorised_per_run"] / per["torch"])
+    assert ratio["sklearn_over_torch"] == pytest.approx(per["sklearn_sgdregressor_epoch"] / per["torch"])
+    assert t["rounds"] >= 1 and set(t["calls_per_measurement"]) == {"numpy_single", "numpy_vectorised", "torch",
+                                                                    "sklearn"}
+
+
 def test_data_and_index_seeds_are_separate_children():
     ctx = RunContext(name="x", scale="smoke", seed=3, out_dir=Path("."))
     seeds = E.cell_seeds(ctx, 2, 3)

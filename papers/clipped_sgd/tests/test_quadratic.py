@@ -127,3 +127,26 @@ def test_diabetes_problem_recipe():
     np.testing.assert_array_equal(p.x_pop, x_true)
     with pytest.raises(ValueError, match="unknown parameters"):
         make_problem("least_squares_diabetes", n_samples=50, tail_index=1.5, seed=1, dim=3)
+
+
+def test_sgd_expected_error_one_and_two_steps():
+    """T = 1: E (x_1 - x_S)^2 = (1 - g)^2 (x0 - x_S)^2 + g^2 v; T = 2 adds a factor (1 - g_2)^2 to both terms and
+    g_2^2 v (v the population variance of the data, x_S = -xbar)."""
+    from papers.clipped_sgd.quadratic import sgd_expected_error
+
+    xi = np.array([1.0, 3.0])          # xbar = 2, v = 1, x_S = -2
+    assert sgd_expected_error(xi, [0.5], x0=0.0) == pytest.approx(0.25 * 4 + 0.25 * 1)
+    assert sgd_expected_error(xi, [0.5, 0.25], x0=0.0) == pytest.approx(
+        0.75 ** 2 * (0.25 * 4 + 0.25 * 1) + 0.25 ** 2 * 1)
+    with pytest.raises(ValueError):
+        sgd_expected_error(xi, [0.0])
+
+
+def test_sgd_expected_error_matches_many_runs():
+    """The mean over many runs of quadratic_runs' SGD error tends to the exact expectation."""
+    from papers.clipped_sgd.quadratic import sgd_expected_error
+
+    xi = np.random.default_rng(0).standard_normal(50) * 3
+    out = quadratic_runs([xi], [11], 40, 1.5, n_runs=20000, x0=5.0)
+    exact = sgd_expected_error(xi, step_schedule(40, 1.5, 0.25), x0=5.0)
+    assert out.opt["sgd_eta0"].mean() == pytest.approx(exact, rel=0.03)
