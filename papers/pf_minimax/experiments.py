@@ -91,22 +91,15 @@ def _cc_games(params: dict) -> list[tuple[str, object, int | None]]:
 def run_cc_games(params: dict, ctx: RunContext):
     """Six methods on the matrix games; last-iterate duality gap at every k, LP values by HiGHS.
 
-    On the uniform games the three LMO variants also run with a frozen smoothing weight (``control_omega``;
-    1e-9 makes ``mu_k = mu0 / (k+1)^omega`` equal to ``mu0`` within 1e-8 up to k = 1e5, no decay), the negative
-    control of "dual dynamic smoothing", and LMO-LMO runs with the smoothing switched off (``nosmooth_mu0``, e.g.
-    1e-12: the dual regulariser is negligible and the open-loop Frank-Wolfe x-step does not use ``L_k``, so
-    LMO-LMO becomes SP-FW with the y-update first), the control of ``cc-beats-spfw``. Per-seed lists:
-    ``cc.per_seed.worst_lmo_slope`` (the largest gap slope over the three variants on ``k in [100, K]``, per
-    uniform game), ``cc.per_seed.worst_lmo_slope_late`` (the same on the last decade ``k in [late_fraction K,
-    K]``), ``cc.per_seed.ratio_vxy_spfw`` and the same under ``cc.control.frozen_smoothing`` /
-    ``cc.control.no_smoothing``.
+    On the uniform games the three LMO variants also run with a frozen smoothing weight (``control_omega``,
+    e.g. 0.01: mu_k barely decreases), the negative control of "dual dynamic smoothing". Per-seed lists:
+    ``cc.per_seed.worst_lmo_slope`` (the largest gap slope over the three variants, per uniform game),
+    ``cc.per_seed.ratio_vxy_spfw`` and the same under ``cc.control.frozen_smoothing``.
     """
     K = int(params["K"])
-    control_omega, nosmooth_mu0 = params.get("control_omega"), params.get("nosmooth_mu0")
-    k_late = max(int(float(params.get("late_fraction", 0.1)) * K), 1)
-    rows, gap_final, slopes, late, values = [], {}, {}, {}, {}
-    frozen = {"gap_final": {}, "slope": {}, "slope_late": {}}
-    nosmooth = {"gap_final": {}}
+    control_omega = params.get("control_omega")
+    rows, gap_final, slopes, values = [], {}, {}, {}
+    frozen = {"gap_final": {}, "slope": {}}
     games = _cc_games(params)
     grid = [float(c) for c in params["baseline_steps"]]
     tuning = tune_horizon_baselines(games[0][1], K, grid)   # tuned on the first uniform game, used on all
@@ -118,13 +111,12 @@ def run_cc_games(params: dict, ctx: RunContext):
             values[label]["closed_form"] = 1.0 / game.A.shape[0]
         elif label == "rps":
             values[label]["closed_form"] = 0.0
-        gap_final[label], slopes[label], late[label] = {}, {}, {}
+        gap_final[label], slopes[label] = {}, {}
         for method in CC_METHODS:
             trace = run_method(method, game, K)
             gap_final[label][method] = float(trace.measure[-1])
             if label.startswith("uniform"):
                 slopes[label][method] = loglog_slope(trace.steps, trace.measure)
-                late[label][method] = loglog_slope(trace.steps, trace.measure, k_min=k_late)
             _trace_rows(rows, label, method, seed if seed is not None else 0, trace, "gap")
         if label.startswith("uniform"):
             for method in BOROUN_BASELINES:
@@ -132,17 +124,12 @@ def run_cc_games(params: dict, ctx: RunContext):
                 gap_final[label][method] = float(trace.measure[-1])
                 _trace_rows(rows, label, method, seed, trace, "gap")
         if control_omega is not None and label.startswith("uniform"):
-            frozen["gap_final"][label], frozen["slope"][label], frozen["slope_late"][label] = {}, {}, {}
+            frozen["gap_final"][label], frozen["slope"][label] = {}, {}
             for method in LMO_VARIANTS:
                 trace = run_method(method, game, K, omega=float(control_omega))
                 frozen["gap_final"][label][method] = float(trace.measure[-1])
                 frozen["slope"][label][method] = loglog_slope(trace.steps, trace.measure)
-                frozen["slope_late"][label][method] = loglog_slope(trace.steps, trace.measure, k_min=k_late)
                 _trace_rows(rows, label, f"{method}_frozen", seed, trace, "gap")
-        if nosmooth_mu0 is not None and label.startswith("uniform"):
-            trace = run_method("v_xy", game, K, mu0=float(nosmooth_mu0))
-            nosmooth["gap_final"][label] = float(trace.measure[-1])
-            _trace_rows(rows, label, "v_xy_nosmooth", seed, trace, "gap")
         ctx.log(f"{label}: " + ", ".join(f"{m}={gap_final[label][m]:.2e}" for m in CC_METHODS))
     uniform = [lab for lab in gap_final if lab.startswith("uniform")]
     gap_final["max_lmo"] = max(gap_final[lab][m] for lab in uniform for m in LMO_VARIANTS)
@@ -150,28 +137,65 @@ def run_cc_games(params: dict, ctx: RunContext):
     ratios = [gap_final[lab]["v_xy"] / max(gap_final[lab]["sp_fw"], FLOOR) for lab in uniform]
     best_pf = {lab: min(gap_final[lab][m] for m in BOROUN_BASELINES) for lab in uniform}
     per_seed = {"worst_lmo_slope": [max(slopes[lab][m] for m in LMO_VARIANTS) for lab in uniform],
-                "worst_lmo_slope_late": [max(late[lab][m] for m in LMO_VARIANTS) for lab in uniform],
                 "ratio_vxy_spfw": ratios,
                 "ratio_vxy_best_pf": [gap_final[lab]["v_xy"] / max(best_pf[lab], FLOOR) for lab in uniform],
                 "slope": {m: [slopes[lab][m] for lab in uniform] for m in CC_METHODS}}
     metrics = {"cc": {"gap_final": gap_final, "slope": {k: v for k, v in slopes.items() if v != {}},
                       "ratio_vxy_spfw": max(ratios), "ratio_vxy_spfw_se": mean_and_se(ratios)[1],
-                      "per_seed": per_seed, "values": values, "K": K, "k_late": k_late,
-                      "baseline_tuning": tuning}}
+                      "per_seed": per_seed, "values": values, "K": K, "baseline_tuning": tuning}}
     if control_omega is not None:
         metrics["cc"]["control"] = {"frozen_smoothing": {
             "omega": float(control_omega), **frozen,
             "worst_lmo_slope": [max(frozen["slope"][lab][m] for m in LMO_VARIANTS) for lab in uniform],
-            "worst_lmo_slope_late": [max(frozen["slope_late"][lab][m] for m in LMO_VARIANTS) for lab in uniform],
             "ratio_vxy_spfw": [frozen["gap_final"][lab]["v_xy"] / max(gap_final[lab]["sp_fw"], FLOOR)
                                for lab in uniform],
             "ratio_vxy_best_pf": [frozen["gap_final"][lab]["v_xy"] / max(best_pf[lab], FLOOR)
                                   for lab in uniform]}}
-    if nosmooth_mu0 is not None:
-        metrics["cc"].setdefault("control", {})["no_smoothing"] = {
-            "mu0": float(nosmooth_mu0), **nosmooth,
-            "ratio_vxy_spfw": [nosmooth["gap_final"][lab] / max(gap_final[lab]["sp_fw"], FLOOR) for lab in uniform]}
     return rows, metrics
+
+
+def run_cc_controls(params: dict, ctx: RunContext):
+    """The controls of ``cc-rate`` and ``cc-beats-spfw`` on the uniform games of ``cc_games`` (same shape, seeds
+    and K), with the gap recorded every ``record_every`` steps.
+
+    Per uniform game: the three LMO variants as in ``cc_games`` and with a fixed smoothing weight
+    (``control_omega`` = 1e-9: ``mu_k = mu0 / (k+1)^omega`` equals ``mu0`` within 1e-8 up to k = 1e5, no decay),
+    each with its log-log gap slope on the last decade ``k in [late_fraction K, K]``; LMO-LMO with the smoothing
+    switched off (``nosmooth_mu0`` = 1e-12: the dual regulariser is negligible and the open-loop Frank-Wolfe
+    x-step does not use ``L_k``, so it is SP-FW with the y-update made first) and SP-FW, for the gap ratio.
+    Per-seed lists: ``cc_controls.per_seed.worst_lmo_slope_late`` (largest late slope over the three variants),
+    ``cc_controls.fixed_smoothing.worst_lmo_slope_late``, ``cc_controls.no_smoothing.ratio_vxy_spfw``. With
+    ``grid_below``, R-PDCG and CG-RPGA also run on the first game for each step constant listed (horizon K, gap
+    at the end only), to see whether ``cc_games``' tuning grid has its best value at its lower edge.
+    """
+    K, every = int(params["K"]), int(params.get("record_every", 10))
+    k_late = max(int(float(params.get("late_fraction", 0.1)) * K), 1)
+    omega, mu0_off = float(params["control_omega"]), float(params["nosmooth_mu0"])
+    games = _cc_games({**params, "identity_n": 0, "rps": False})
+    rows, late, fixed, ratio = [], {}, {}, []
+    for label, game, seed in games:
+        late[label], fixed[label] = {}, {}
+        for method in LMO_VARIANTS:
+            for store, kwargs, tag in ((late, {}, method), (fixed, {"omega": omega}, f"{method}_fixed")):
+                tr = run_method(method, game, K, record_every=every, **kwargs)
+                store[label][method] = loglog_slope(tr.steps, tr.measure, k_min=k_late)
+                _trace_rows(rows, label, tag, seed, tr, "gap")
+        off = run_method("v_xy", game, K, record_every=every, mu0=mu0_off)
+        spfw = run_method("sp_fw", game, K, record_every=every)
+        ratio.append(float(off.measure[-1]) / max(float(spfw.measure[-1]), FLOOR))
+        _trace_rows(rows, label, "v_xy_nosmooth", seed, off, "gap")
+        ctx.log(f"{label}: late slopes {late[label]}, fixed {fixed[label]}, no-smoothing / SP-FW {ratio[-1]:.3g}")
+    labels = [g[0] for g in games]
+    out = {"K": K, "k_late": k_late, "omega": omega, "nosmooth_mu0": mu0_off, "slope_late": late,
+           "per_seed": {"worst_lmo_slope_late": [max(late[lab].values()) for lab in labels]},
+           "fixed_smoothing": {"slope_late": fixed,
+                               "worst_lmo_slope_late": [max(fixed[lab].values()) for lab in labels]},
+           "no_smoothing": {"ratio_vxy_spfw": ratio}}
+    if params.get("grid_below"):
+        out["grid_below"] = {m: {f"{c:g}": float(run_method(m, games[0][1], K, record_every=K,
+                                                              step_c=float(c)).measure[-1])
+                                 for c in params["grid_below"]} for m in BOROUN_BASELINES}
+    return rows, {"cc_controls": out}
 
 
 # --------------------------------------------------------------------------------------------------- anytime
@@ -417,6 +441,12 @@ def _run_nc(params: dict, ctx: RunContext, *, regime: str):
     labels = list(out["best_final"])
     out["slope"]["max_lmo"] = max(out["slope"][lab][m] for lab in labels for m in LMO_VARIANTS)
     out["phi_drop"]["min_lmo"] = min(out["phi_drop"][lab][m] for lab in labels for m in LMO_VARIANTS)
+    # per instance (for the claims' intervals): the worst variant's slope and drop of Phi, PO-LMO's ratio to PROJ
+    out["per_seed"] = {
+        "worst_slope": [max(out["slope"][lab][m] for m in LMO_VARIANTS) for lab in labels],
+        "phi_drop_min": [min(out["phi_drop"][lab][m] for m in LMO_VARIANTS) for lab in labels],
+        "ratio_v_y": [out["best_final"][lab]["v_y"] / max(out["best_final"][lab]["proj"], FLOOR) for lab in labels],
+        "labels": labels}
     out["best_ratio"] = {m: max(out["best_final"][lab][m] / max(out["best_final"][lab]["proj"], FLOOR)
                                 for lab in labels) for m in LMO_VARIANTS}
     out["best_ratio"]["max_vx_vxy"] = max(out["best_ratio"]["v_x"], out["best_ratio"]["v_xy"])
@@ -643,6 +673,7 @@ def _cvxpy_nuclear_check(p: int, K: int, ctx: RunContext):
 
 EXPERIMENTS = {
     "cc_games": run_cc_games,
+    "cc_controls": run_cc_controls,
     "anytime": run_anytime,
     "nuclear": run_nuclear,
     "robust_multiclass": run_robust_multiclass,
