@@ -441,12 +441,6 @@ def _run_nc(params: dict, ctx: RunContext, *, regime: str):
     labels = list(out["best_final"])
     out["slope"]["max_lmo"] = max(out["slope"][lab][m] for lab in labels for m in LMO_VARIANTS)
     out["phi_drop"]["min_lmo"] = min(out["phi_drop"][lab][m] for lab in labels for m in LMO_VARIANTS)
-    # per instance (for the claims' intervals): the worst variant's slope and drop of Phi, PO-LMO's ratio to PROJ
-    out["per_seed"] = {
-        "worst_slope": [max(out["slope"][lab][m] for m in LMO_VARIANTS) for lab in labels],
-        "phi_drop_min": [min(out["phi_drop"][lab][m] for m in LMO_VARIANTS) for lab in labels],
-        "ratio_v_y": [out["best_final"][lab]["v_y"] / max(out["best_final"][lab]["proj"], FLOOR) for lab in labels],
-        "labels": labels}
     out["best_ratio"] = {m: max(out["best_final"][lab][m] / max(out["best_final"][lab]["proj"], FLOOR)
                                 for lab in labels) for m in LMO_VARIANTS}
     out["best_ratio"]["max_vx_vxy"] = max(out["best_ratio"]["v_x"], out["best_ratio"]["v_xy"])
