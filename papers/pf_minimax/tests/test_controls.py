@@ -26,3 +26,20 @@ def test_projected_candidates_match_projections():
 def test_projected_candidates_need_a_grid():
     with pytest.raises(ValueError, match="proj_mu0_grid or peg_steps"):
         _projected_candidates({"K_proj": 10})
+
+
+def test_no_smoothing_lmo_lmo_is_spfw_with_the_dual_update_first():
+    """mu0 = 1e-12 switches the smoothing off: LMO-LMO's iterates equal the alternating Frank-Wolfe loop
+    y <- y + 2/(k+2) (LMO_Y(-grad_y f(x, y)) - y), then x <- x + 2/(k+2) (LMO_X(grad_x f(x, y_new)) - x)."""
+    from papers.pf_minimax.methods import run_method
+    from papers.pf_minimax.problems import make_problem
+
+    game = make_problem("uniform_game", n=7, m=5, seed=3)
+    x, y = game.X.center(), game.Y.center()
+    for k in range(40):
+        g = 2.0 / (k + 2.0)
+        y = y + g * (game.Y._lmo(-game.grad_y(x, y)) - y)
+        x = x + g * (game.X._lmo(game.grad_x(x, y)) - x)
+    tr = run_method("v_xy", game, 40, mu0=1e-12)
+    np.testing.assert_allclose(tr.x, x, atol=1e-12)
+    np.testing.assert_allclose(tr.y, y, atol=1e-12)
