@@ -154,6 +154,50 @@ def run_cc_games(params: dict, ctx: RunContext):
     return rows, metrics
 
 
+def run_cc_controls(params: dict, ctx: RunContext):
+    """The controls of ``cc-rate`` and ``cc-beats-spfw`` on the uniform games of ``cc_games`` (same shape, seeds
+    and K), with the gap recorded every ``record_every`` steps.
+
+    Per uniform game: the three LMO variants as in ``cc_games`` and with a fixed smoothing weight
+    (``control_omega`` = 1e-9: ``mu_k = mu0 / (k+1)^omega`` equals ``mu0`` within 1e-8 up to k = 1e5, no decay),
+    each with its log-log gap slope on the last decade ``k in [late_fraction K, K]``; LMO-LMO with the smoothing
+    switched off (``nosmooth_mu0`` = 1e-12: the dual regulariser is negligible and the open-loop Frank-Wolfe
+    x-step does not use ``L_k``, so it is SP-FW with the y-update made first) and SP-FW, for the gap ratio.
+    Per-seed lists: ``cc_controls.per_seed.worst_lmo_slope_late`` (largest late slope over the three variants),
+    ``cc_controls.fixed_smoothing.worst_lmo_slope_late``, ``cc_controls.no_smoothing.ratio_vxy_spfw``. With
+    ``grid_below``, R-PDCG and CG-RPGA also run on the first game for each step constant listed (horizon K, gap
+    at the end only), to see whether ``cc_games``' tuning grid has its best value at its lower edge.
+    """
+    K, every = int(params["K"]), int(params.get("record_every", 10))
+    k_late = max(int(float(params.get("late_fraction", 0.1)) * K), 1)
+    omega, mu0_off = float(params["control_omega"]), float(params["nosmooth_mu0"])
+    games = _cc_games({**params, "identity_n": 0, "rps": False})
+    rows, late, fixed, ratio = [], {}, {}, []
+    for label, game, seed in games:
+        late[label], fixed[label] = {}, {}
+        for method in LMO_VARIANTS:
+            for store, kwargs, tag in ((late, {}, method), (fixed, {"omega": omega}, f"{method}_fixed")):
+                tr = run_method(method, game, K, record_every=every, **kwargs)
+                store[label][method] = loglog_slope(tr.steps, tr.measure, k_min=k_late)
+                _trace_rows(rows, label, tag, seed, tr, "gap")
+        off = run_method("v_xy", game, K, record_every=every, mu0=mu0_off)
+        spfw = run_method("sp_fw", game, K, record_every=every)
+        ratio.append(float(off.measure[-1]) / max(float(spfw.measure[-1]), FLOOR))
+        _trace_rows(rows, label, "v_xy_nosmooth", seed, off, "gap")
+        ctx.log(f"{label}: late slopes {late[label]}, fixed {fixed[label]}, no-smoothing / SP-FW {ratio[-1]:.3g}")
+    labels = [g[0] for g in games]
+    out = {"K": K, "k_late": k_late, "omega": omega, "nosmooth_mu0": mu0_off, "slope_late": late,
+           "per_seed": {"worst_lmo_slope_late": [max(late[lab].values()) for lab in labels]},
+           "fixed_smoothing": {"slope_late": fixed,
+                               "worst_lmo_slope_late": [max(fixed[lab].values()) for lab in labels]},
+           "no_smoothing": {"ratio_vxy_spfw": ratio}}
+    if params.get("grid_below"):
+        out["grid_below"] = {m: {f"{c:g}": float(run_method(m, games[0][1], K, record_every=K,
+                                                              step_c=float(c)).measure[-1])
+                                 for c in params["grid_below"]} for m in BOROUN_BASELINES}
+    return rows, {"cc_controls": out}
+
+
 # --------------------------------------------------------------------------------------------------- anytime
 def run_anytime(params: dict, ctx: RunContext):
     """V-x on the uniform game (seed 0) for K and 2K iterations: the K-run must be a prefix of the 2K-run."""
@@ -237,6 +281,9 @@ def run_nuclear(params: dict, ctx: RunContext):
         metrics["nuclear"][f"p{p}"] = res_p
         timing["nuclear"]["by_p"][f"p{p}"] = {k: v for k, v in time_p.items()}
     ref = f"p{params['ref_p']}"
+    if params.get("proj_mu0_grid") or params.get("peg_steps"):
+        metrics["nuclear"]["tuned"], timing["nuclear"]["tuned"] = _tuned_comparison(
+            params, ctx, timing["nuclear"]["by_p"][ref], rows)
     timing["nuclear"]["time_ratio"] = timing["nuclear"]["by_p"][ref]["time_ratio"]
     timing["nuclear"]["gap_ratio_equal_time"] = timing["nuclear"]["by_p"][ref]["gap_ratio_equal_time"]
     timing["nuclear"]["ref_p"] = int(params["ref_p"])
@@ -247,6 +294,57 @@ def run_nuclear(params: dict, ctx: RunContext):
             "time_ratio": ctl["median_iter_s"] / timing["nuclear"]["by_p"][ref]["proj"]["median_iter_s"]}}
     _write_timing(ctx, timing)
     return rows, metrics
+
+
+def _nuclear_instance(params: dict, p: int, seed: int):
+    return make_problem("nuclear_game", p=int(p), J=int(params.get("J", 50)), s=int(params.get("s", 200)),
+                        delta=float(params.get("delta", 10.0)), seed=int(seed))
+
+
+def _projected_candidates(params: dict) -> list[tuple[str, str, dict, int]]:
+    """(label, method, kwargs, iterations) of the projected comparators on the tuning grid: PROJ with ``mu0`` in
+    ``proj_mu0_grid`` (its x-step is ``1/L_k = mu_k / L_xy^2`` on this bilinear game, so ``mu0`` scales the step)
+    for ``K_proj`` updates, and projected extragradient with ``peg_step`` in ``peg_steps`` (units of 1/L_xy) for
+    ``K_proj // 2`` updates (two nuclear-ball projections per update: the same number of projections)."""
+    K = int(params["K_proj"])
+    out = [(f"proj_mu0_{c:g}", "proj", {"mu0": float(c)}, K) for c in params.get("proj_mu0_grid", [])]
+    out += [(f"peg_{c:g}", "peg", {"peg_step": float(c)}, max(K // 2, 1)) for c in params.get("peg_steps", [])]
+    if not out:
+        raise ValueError("the tuned comparison needs proj_mu0_grid or peg_steps")
+    return out
+
+
+def _tuned_comparison(params: dict, ctx: RunContext, ref_timing: dict, rows: list) -> tuple[dict, dict]:
+    """``lmo-wallclock`` against the strongest projected comparator we have: every candidate of
+    :func:`_projected_candidates` runs on a separate instance (seed ``tune_seed``, p = ``ref_p``) and the one with
+    the smallest final duality gap is chosen (gaps only, never times); it then runs, timed, on the evaluation
+    instance. Returns (deterministic part: the grid's gaps, the choice, its final gap; timing part: its total
+    update time, V-x's and the full-SVD control's gap at that time over its final gap)."""
+    p, every = int(params["ref_p"]), int(params["record_every"])
+    tune = _nuclear_instance(params, p, int(params.get("tune_seed", int(params.get("seed", 0)) + 1)))
+    cands = _projected_candidates(params)
+    grid = {label: float(run_method(m, tune, K, record_every=every, **kw).measure[-1]) for label, m, kw, K in cands}
+    label, method, kwargs, K = min(cands, key=lambda c: grid[c[0]])
+    ctx.log(f"tuned projected comparator on the tuning instance: {label} (grid {grid})")
+    game = _nuclear_instance(params, p, int(params.get("seed", 0)))
+    run_method(method, game, 1, time_iterations=True, **kwargs)  # warm-up
+    trace = run_method(method, game, K, record_every=every, time_iterations=True, **kwargs)
+    cum = np.concatenate([[0.0], np.cumsum(trace.iter_seconds)])[trace.steps]
+    total, gap = float(trace.iter_seconds.sum()), float(trace.measure[-1])
+    for i, step in enumerate(trace.steps):
+        for metric, val in (("gap", trace.measure[i]), ("cum_seconds", cum[i])):
+            rows.append({"method": f"tuned_{label}", "seed": int(params.get("seed", 0)), "step": int(step),
+                         "metric": metric, "value": float(val), "problem": f"nuclear_p{p}"})
+    vx = ref_timing["v_x"]
+    ratio, exhausted = _equal_time_ratio(vx["cum_s"], vx["gap"], total, gap)
+    tim = {"choice": label, "total_s": total, "median_iter_s": float(np.median(trace.iter_seconds)),
+           "gap_ratio_equal_time": ratio, "vx_budget_exhausted": exhausted}
+    if "control_full_svd_lmo" in ref_timing:
+        ctl = ref_timing["control_full_svd_lmo"]
+        c_ratio, c_exhausted = _equal_time_ratio(ctl["cum_s"], ctl["gap"], total, gap)
+        tim["control"] = {"full_svd_lmo": {"gap_ratio_equal_time": c_ratio, "budget_exhausted": c_exhausted}}
+    ctx.log(f"p={p} tuned {label}: gap {gap:.3e}; V-x at its time / its gap {ratio:.3g}")
+    return {"grid_gap_final": grid, "choice": label, "K": K, "gap_final": gap}, tim
 
 
 # --------------------------------------------------------------------------------------------------- robust multiclass
@@ -569,6 +667,7 @@ def _cvxpy_nuclear_check(p: int, K: int, ctx: RunContext):
 
 EXPERIMENTS = {
     "cc_games": run_cc_games,
+    "cc_controls": run_cc_controls,
     "anytime": run_anytime,
     "nuclear": run_nuclear,
     "robust_multiclass": run_robust_multiclass,

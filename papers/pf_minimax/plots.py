@@ -74,6 +74,12 @@ def _nuclear_figures(results: Path, out: Path) -> None:
             gap = d[d.metric == "gap"].sort_values("step").value.to_numpy()
             secs = d[d.metric == "cum_seconds"].sort_values("step").value.to_numpy()
             ax.plot(secs[1:], np.maximum(gap[1:], FLOOR), marker=".", color=COLORS[m], label=LABELS[m])
+        for m in sorted(set(sub.method[sub.method.str.startswith("tuned_")])):  # the tuned comparator (issue 28)
+            d = sub[sub.method == m]
+            gap = d[d.metric == "gap"].sort_values("step").value.to_numpy()
+            secs = d[d.metric == "cum_seconds"].sort_values("step").value.to_numpy()
+            ax.plot(secs[1:], np.maximum(gap[1:], FLOOR), marker=".", color="black",
+                    label=f"tuned projected comparator ({m[len('tuned_'):]})")
         d = sub[sub.method == "v_x_full_svd"]  # the control of lmo-wallclock (absent in older runs)
         if len(d):
             gap = d[d.metric == "gap"].sort_values("step").value.to_numpy()
@@ -94,9 +100,53 @@ def _nuclear_figures(results: Path, out: Path) -> None:
                      "ratio V-x / PROJ": t["time_ratio"], "gap ratio at PROJ's total time": t["gap_ratio_equal_time"],
                      "same, full-SVD LMO (control)": t.get("control_full_svd_lmo", {}).get("gap_ratio_equal_time",
                                                                                           float("nan"))})
+    if "tuned" in timing:
+        t = timing["tuned"]
+        rows.append({"p": f"{timing['ref_p']} (tuned: {t['choice']})", "V-x median iter (ms)": float("nan"),
+                     "PROJ median iter (ms)": 1e3 * t["median_iter_s"], "ratio V-x / PROJ": float("nan"),
+                     "gap ratio at PROJ's total time": t["gap_ratio_equal_time"],
+                     "same, full-SVD LMO (control)": t.get("control", {}).get("full_svd_lmo", {}).get(
+                         "gap_ratio_equal_time", float("nan"))})
     hw = _hardware(results / "nuclear")
     write_markdown_table(pd.DataFrame(rows), out / "nuclear_time_per_iter.md", floatfmt=".3g",
                          title=f"Nuclear-ball game: time per iteration (one BLAS thread; {hw})")
+
+
+def _cc_controls_figures(results: Path, out: Path) -> None:
+    """The controls of cc-rate and cc-beats-spfw (experiment cc_controls): gap traces on the first two games, the
+    three algorithms (solid), with a fixed smoothing weight (dashed) and LMO-LMO with no smoothing (dotted); a
+    table of the last-decade slopes and of the baselines' gaps below the cc_games grid."""
+    frame = read_tidy(results / "cc_controls" / "results.csv")
+    frame = frame[(frame.metric == "gap") & (frame.step > 0)]
+    problems = list(dict.fromkeys(frame.problem))[:2]
+    fig, axes = new_figure(ncols=max(len(problems), 1))
+    for ax, prob in zip(axes[0], problems):
+        sub = frame[frame.problem == prob]
+        for m in ("v_x", "v_y", "v_xy"):
+            for tag, ls, lab in ((m, "-", LABELS[m]), (f"{m}_fixed", "--", f"{LABELS[m]}, fixed mu")):
+                d = sub[sub.method == tag].sort_values("step")
+                ax.plot(d.step, np.maximum(d.value, FLOOR), ls=ls, color=COLORS[m], label=lab)
+        d = sub[sub.method == "v_xy_nosmooth"].sort_values("step")
+        ax.plot(d.step, np.maximum(d.value, FLOOR), ls=":", color="black", label="V-xy, no smoothing")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(prob)
+        ax.set_xlabel("iteration k")
+        ax.set_ylabel("duality gap (last iterate)")
+    axes[0][0].legend(fontsize=6)
+    save_figure(fig, out / "cc_controls_gap.png")
+    cc = read_metrics(results / "cc_controls" / "metrics.json")["cc_controls"]
+    rows = [{"game": g, **{f"late slope {LABELS[m]}": v for m, v in cc["slope_late"][g].items()},
+             **{f"fixed mu {LABELS[m]}": v for m, v in cc["fixed_smoothing"]["slope_late"][g].items()},
+             "no-smoothing V-xy / SP-FW gap": r}
+            for g, r in zip(cc["slope_late"], cc["no_smoothing"]["ratio_vxy_spfw"])]
+    text = [f"Last-decade gap slopes (k in [{cc['k_late']}, {cc['K']}]) and the no-smoothing ratio", "",
+            _md(pd.DataFrame(rows))]
+    if "grid_below" in cc:
+        grid = pd.DataFrame(cc["grid_below"]).rename_axis("step constant c").reset_index()
+        text += ["", "R-PDCG / CG-RPGA final gap on the first game at the step constants below cc_games' grid", "",
+                 _md(grid)]
+    atomic_write_text(out / "cc_controls.md", "\n".join(text) + "\n")
 
 
 def _nc_figures(results: Path, out: Path) -> None:
@@ -167,6 +217,8 @@ def make_figures(results_dir: Path, out_dir: Path, scale: str) -> None:
     """Write every figure and table of the spec into ``out_dir``."""
     results_dir, out_dir = Path(results_dir), Path(out_dir)
     _cc_figures(results_dir, out_dir)
+    if (results_dir / "cc_controls" / "results.csv").exists():
+        _cc_controls_figures(results_dir, out_dir)
     if (results_dir / "robust_multiclass" / "results.csv").exists():
         _rmc_figures(results_dir, out_dir)
     _nuclear_figures(results_dir, out_dir)
