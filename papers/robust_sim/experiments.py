@@ -621,6 +621,7 @@ def run_grid(params: dict, ctx: RunContext):
 
 EXPERIMENTS = {
     "robustness": run_robustness,
+    "robustness_probit": run_robustness,  # the same experiment for the probit link (config.yaml)
     "esc_init": run_esc_init,
     "rate": run_rate,
     "init_scaling": run_init_scaling,
