@@ -17,6 +17,7 @@ from shared.experiment import RunContext, main
 from shared.results import mean_and_se
 from shared.timing import alternating_least_cpu, time_calls
 
+from .basin import basin_radius
 from .baselines import fit_huber, fit_itlm, pairwise_filter_mean, random_unit, stein_init
 from .data import make_sim_data
 from .links import LINK_NAMES, get_link, link_constants
@@ -585,6 +586,41 @@ def run_performance(params: dict, ctx: RunContext):
     return rows.rows, {**stable, "repeats": reps, "times_in": "provenance.json (key performance)"}
 
 
+def run_basin(params: dict, ctx: RunContext):
+    """Population convexity radius R per link (:func:`papers.robust_sim.basin.basin_radius`; Theorem 3.1), and
+    how far the spectral initialisation lands from beta*: per seed, the largest ||w_0 - beta*|| over
+    ``adversaries`` at ``eps`` (``init_link``, n x d data as in init_scaling) for the stability-filter init
+    (``robust``) and the plain spectral init (``plain``, the control), and its ratio to R of ``init_link``."""
+    rows = _Rows()
+    metrics = {"radius": {}}
+    with threadpool_limits(1):
+        for link in params["links"]:
+            out = basin_radius(link, n_dirs=int(params["n_dirs"]), step=float(params["step"]),
+                               n_bisect=int(params["n_bisect"]), n_nodes=int(params["n_nodes"]))
+            metrics["radius"][link] = out
+            rows.add("population", 0, 0, "basin_radius", out["radius"], link=link)
+            ctx.log(f"basin: {link} R = {out['radius']:.3f}")
+        metrics["min_radius"] = min(v["radius"] for v in metrics["radius"].values())
+        link, sigma, nu, eps = params["init_link"], float(params["sigma"]), _noise_df(params), float(params["eps"])
+        n, d, seeds = int(params["n"]), int(params["d"]), int(params["seeds"])
+        dist = {"robust": np.zeros(seeds), "plain": np.zeros(seeds)}
+        for s in range(seeds):
+            for adv in params["adversaries"]:
+                D = make_sim_data(n, d, link=link, sigma=sigma, eps=eps, adversary=adv, noise_df=nu,
+                                  seed=data_seed(ctx.seed, s))
+                ws = {"robust": robust_spectral_init(D.X, D.y, eps, link=link, sigma=sigma, noise_df=nu),
+                      "plain": robust_spectral_init(D.X, D.y, 0.0, link=link)}
+                for m, w0 in ws.items():
+                    e = estimation_error(w0, D.beta_star)
+                    dist[m][s] = max(dist[m][s], e)
+                    rows.add(m, s, 0, "init_dist", e, adversary=adv, link=link, eps=eps, n=n, d=d)
+    R = metrics["radius"][link]["radius"]
+    metrics["init_link"] = link
+    metrics["init_dist_per_seed"] = {m: v.tolist() for m, v in dist.items()}
+    metrics["init_dist_over_radius_per_seed"] = {m: (v / R).tolist() for m, v in dist.items()}
+    return rows.rows, metrics
+
+
 def run_grid(params: dict, ctx: RunContext):
     """Robust and non-robust error over d x n/d x sigma x noise_df at one eps (full scale; tiny at smoke)."""
     rows = _Rows()
@@ -630,6 +666,7 @@ EXPERIMENTS = {
     "performance": run_performance,
     "eps_sweep": run_eps_sweep,
     "grid": run_grid,
+    "basin": run_basin,
 }
 
 if __name__ == "__main__":

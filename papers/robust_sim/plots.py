@@ -195,8 +195,9 @@ def _timing(results: Path, out: Path) -> None:
     ns = sorted(int(k[2:]) for k in met["cpu_s"])
     d = met.get("fit", {}).get("d")
     for n in ns:
-        rows.append({"what": "robust_mean", "n": n, "d": d, "cpu_s": met["cpu_s"][f"n_{n}"],
-                     "wall_s": met["wall_s"][f"n_{n}"], "ratio_to_smallest": met["cpu_s"][f"n_{n}"] / met["cpu_s"][f"n_{ns[0]}"]})
+        cpu = met["cpu_s"][f"n_{n}"]
+        rows.append({"what": "robust_mean", "n": n, "d": d, "cpu_s": cpu, "wall_s": met["wall_s"][f"n_{n}"],
+                     "ratio_to_smallest": cpu / met["cpu_s"][f"n_{ns[0]}"]})
     for key, name in (("fit_nd", "robust fit"), ("control_nd", "pairwise_filter_mean (O(n^2 d))")):
         if key not in met:
             continue
@@ -234,12 +235,23 @@ def _performance(results: Path, out: Path) -> None:
     write_markdown_table(frame, out / "performance.md", title=title)
 
 
+def _basin_radius(results: Path, out: Path) -> None:
+    """basin_radius.csv: the population convexity radius R per link and the robust / plain init distances."""
+    met = read_metrics(results / "basin" / "metrics.json")
+    rows = [{"what": "population convexity radius R", "link": lk, "value": v["radius"],
+             "psi_nearest_crossing": v["psi"], "lambda_min_H_star": v["h_star"]} for lk, v in met["radius"].items()]
+    for m, vals in met["init_dist_per_seed"].items():
+        rows.append({"what": f"largest ||w_0 - beta*|| over the adversaries, {m} init (mean over seeds)",
+                     "link": met["init_link"], "value": float(np.mean(vals))})
+    _write_csv(pd.DataFrame(rows), out / "basin_radius.csv")
+
+
 def make_figures(results_dir: Path, out_dir: Path, scale: str) -> None:
     """Write every figure and table listed in config.yaml from ``results_dir`` into ``out_dir``."""
     results_dir, out_dir = Path(results_dir), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for draw in (_err_vs_eps, _err_vs_n, _err_vs_sigma, _init_vs_eps, _esc_spectrum, _init_vs_final,
-                 _link_constants, _timing, _performance):
+                 _link_constants, _timing, _performance, _basin_radius):
         draw(results_dir, out_dir)
 
 
