@@ -17,13 +17,14 @@ from shared.experiment import RunContext, main
 from shared.results import mean_and_se
 from shared.timing import alternating_least_cpu, time_calls
 
+from .basin import basin_radius
 from .baselines import fit_huber, fit_itlm, pairwise_filter_mean, random_unit, stein_init
 from .data import make_sim_data
 from .links import LINK_NAMES, get_link, link_constants
 from .method import (estimation_error, fit_robust_sim, gradient_matrix, robust_mean, robust_spectral_init,
                      sin_angle)
 
-__all__ = ["EXPERIMENTS", "data_seed", "key"]
+__all__ = ["EXPERIMENTS", "data_seed", "key", "size_exponents"]
 
 
 def key(value) -> str:
@@ -202,13 +203,18 @@ def run_eps_sweep(params: dict, ctx: RunContext):
 
 
 def run_esc_init(params: dict, ctx: RunContext):
-    """|cos| of the top and bottom eigenvectors of (1/n) sum y_i^2 x_i x_i^T with beta* (eps = 0), per link."""
+    """|cos| of the top and bottom eigenvectors of (1/n) sum y_i^2 x_i x_i^T with beta* (eps = 0), per link.
+
+    n = ``n_per_d`` d, or ``n_per_d_by_link[link]`` d for the links listed there (the weak-ESC links). Summaries
+    ``min_top_abs_cos_<group>`` are the per-seed minimum over the links of ``esc_positive_links`` (group
+    ``positive_esc``) and of ``esc_weak_links`` (group ``weak_esc``)."""
     rows = _Rows()
     d = int(params["d"])
-    n = int(params["n_per_d"]) * d
+    by_link = {str(k): int(v) for k, v in (params.get("n_per_d_by_link") or {}).items()}
     metrics = {}
     with threadpool_limits(1):
         for link in params["links"]:
+            n = by_link.get(link, int(params["n_per_d"])) * d
             tops, bottoms = [], []
             for s in range(int(params["seeds"])):
                 D = make_sim_data(n, d, link=link, sigma=float(params["sigma"]), noise_df=_noise_df(params),
@@ -225,16 +231,20 @@ def run_esc_init(params: dict, ctx: RunContext):
             metrics[link] = {"top_abs_cos": mt, "top_abs_cos_se": st, "bottom_abs_cos": mb, "bottom_abs_cos_se": sb,
                              "top_abs_cos_per_seed": [float(v) for v in tops],
                              "bottom_abs_cos_per_seed": [float(v) for v in bottoms],
-                             "esc": c["esc"], "E_d2f": c["E_d2f"], "E_f_sq": c["E_f_sq"]}
+                             "esc": c["esc"], "E_d2f": c["E_d2f"], "E_f_sq": c["E_f_sq"], "n": n}
     metrics["constants"] = {lk: link_constants(lk) for lk in LINK_NAMES}  # Gaussian constants of every link
-    positive = [lk for lk in params.get("esc_positive_links", ["gelu", "swish", "tanh"]) if lk in metrics]
-    if positive:
-        worst = min(positive, key=lambda lk: metrics[lk]["top_abs_cos"])
-        metrics["min_top_abs_cos_positive_esc"] = metrics[worst]["top_abs_cos"]
-        metrics["min_top_abs_cos_positive_esc_se"] = metrics[worst]["top_abs_cos_se"]
-        metrics["min_top_abs_cos_link"] = worst
-        metrics["min_top_abs_cos_positive_esc_per_seed"] = [
-            float(min(metrics[lk]["top_abs_cos_per_seed"][s] for lk in positive)) for s in range(int(params["seeds"]))]
+    groups = (("positive_esc", params.get("esc_positive_links", ["gelu", "swish", "tanh"]), "min_top_abs_cos_link"),
+              ("weak_esc", params.get("esc_weak_links", []), "min_top_abs_cos_weak_link"))
+    for group, links, link_key in groups:
+        links = [lk for lk in links if lk in metrics]
+        if not links:
+            continue
+        worst = min(links, key=lambda lk: metrics[lk]["top_abs_cos"])
+        metrics[f"min_top_abs_cos_{group}"] = metrics[worst]["top_abs_cos"]
+        metrics[f"min_top_abs_cos_{group}_se"] = metrics[worst]["top_abs_cos_se"]
+        metrics[link_key] = worst
+        metrics[f"min_top_abs_cos_{group}_per_seed"] = [
+            float(min(metrics[lk]["top_abs_cos_per_seed"][s] for lk in links)) for s in range(int(params["seeds"]))]
     return rows.rows, metrics
 
 
@@ -408,51 +418,129 @@ def _median_time(fn, repeats: int, warmup: bool = True) -> tuple[float, float, o
     return t.cpu_median, t.wall_median, t.output
 
 
+def _time_design(points, make_call, repeats: int, *, cpu_clock=time.process_time) -> np.ndarray:
+    """CPU seconds of one call per design point and repeat, shape (repeats, len(points)).
+
+    ``make_call(n, d)`` builds the call for the point (n, d) (data drawn outside the timed region). Every call
+    gets one untimed warm-up; then each repeat times every point once, in turn, so that bursts of load from
+    other processes reach all points of a repeat alike."""
+    calls = [make_call(int(n), int(d)) for n, d in points]
+    for call in calls:
+        call()
+    t = np.zeros((int(repeats), len(calls)))
+    for r in range(int(repeats)):
+        for j, call in enumerate(calls):
+            t0 = cpu_clock()
+            call()
+            t[r, j] = cpu_clock() - t0
+    return t
+
+
+def size_exponents(points, seconds) -> dict:
+    """Exponents of time in the input size from one repeat of a design: least squares of
+    log t = c + a log n + b log d over the points (n, d) (needs at least two n and two d values).
+
+    Returns ``alpha_n`` = a, ``alpha_d`` = b, ``alpha_max`` = max(a, b) (time near-linear in n d means
+    a <= 1 and b <= 1 up to log factors: an O(n^2 d) method has a = 2) and ``alpha_nd``, the slope of log t
+    against log(n d) alone."""
+    P = np.asarray(points, dtype=float)
+    if P.ndim != 2 or P.shape[1] != 2 or len(set(P[:, 0])) < 2 or len(set(P[:, 1])) < 2:
+        raise ValueError(f"points must be (n, d) pairs with at least two distinct n and two distinct d, got {points!r}")
+    t = np.asarray(seconds, dtype=float)
+    if t.shape != (P.shape[0],) or not np.all(t > 0):
+        raise ValueError(f"seconds must be {P.shape[0]} positive times, got {seconds!r}")
+    A = np.column_stack([np.ones(len(P)), np.log(P[:, 0]), np.log(P[:, 1])])
+    _, a, b = np.linalg.lstsq(A, np.log(t), rcond=None)[0]
+    return {"alpha_n": float(a), "alpha_d": float(b), "alpha_max": float(max(a, b)),
+            "alpha_nd": _loglog_slope(P[:, 0] * P[:, 1], t)}
+
+
+def _design_block(points, t: np.ndarray) -> dict:
+    """Per-repeat exponents (:func:`size_exponents`) and median times of a timed design."""
+    per = [size_exponents(points, t[r]) for r in range(t.shape[0])]
+    block = {"points": [[int(n), int(d)] for n, d in points],
+             "cpu_s_median": {f"n_{n}.d_{d}": float(np.median(t[:, j])) for j, (n, d) in enumerate(points)},
+             "cpu_s_per_repeat": t.tolist()}
+    for k in ("alpha_n", "alpha_d", "alpha_max", "alpha_nd"):
+        block[f"{k}_per_repeat"] = [p[k] for p in per]
+    return block
+
+
+def _n_slice(design: dict, d: int) -> dict:
+    """The design's median times at dimension ``d`` as an n sweep: cpu_s per n and the largest/smallest ratio."""
+    ns = sorted(n for n, dd in design["points"] if dd == d)
+    if len(ns) < 2:
+        return {}
+    cpu = {f"n_{n}": design["cpu_s_median"][f"n_{n}.d_{d}"] for n in ns}
+    return {"cpu_s": cpu, "ratio": cpu[f"n_{ns[-1]}"] / cpu[f"n_{ns[0]}"], "n_ratio": ns[-1] / ns[0], "d": d}
+
+
 def run_timing(params: dict, ctx: RunContext):
-    """CPU time of one robust_mean call on the gradient matrix at beta*, for each n (median of repeats), of the
-    O(n^2 d) pairwise-pruning mean (the control) for each n of ``control_n_list``, and of whole robust fits
-    (``fit_n_iter`` steps, stability-filter init) under ``fit_adversary`` for each n.
+    """CPU time against the input size n d (abstract: near-linear time in n d).
+
+    - ``robust_mean``: one robust_mean call on the gradient matrix at beta*, for each n of ``n_list`` at d
+      (median of repeats);
+    - ``fit_nd``: whole robust fits (stability-filter init, ``fit_n_iter`` robust gradient steps) under the
+      filter-aware ``fit_adversary`` at every (n, d) of ``fit_points``, timed in alternation per repeat
+      (:func:`_time_design`), with the exponents of time in n and in d per repeat (:func:`size_exponents`);
+    - ``control_nd``: the same design for the O(n^2 d) pairwise-pruning mean at ``control_points`` (the
+      quadratic-time control).
+    ``fit`` and ``control`` are the n sweeps at d of the two designs (medians).
 
     Times are run-dependent: they are written to provenance.json (key ``timing``), not to metrics.json."""
     rows = _Rows()
     link, eps, d, adv = params["link"], float(params["eps"]), int(params["d"]), params["adversary"]
     sigma, nu, reps = float(params["sigma"]), _noise_df(params), int(params["repeats"])
+    fadv, T = params.get("fit_adversary", adv), int(params["fit_n_iter"])
     timing = {}
 
-    def measure(name, n_list, make_call, adversary):
-        block = {"cpu_s": {}, "wall_s": {}}
-        for n in n_list:
-            D = make_sim_data(n, d, link=link, sigma=sigma, eps=eps, adversary=adversary, noise_df=nu,
-                              seed=data_seed(ctx.seed, 0))
-            cpu, wall, _ = _median_time(make_call(D), reps)
-            block["cpu_s"][f"n_{n}"], block["wall_s"][f"n_{n}"] = cpu, wall
-            rows.add(name, 0, 0, "cpu_s", cpu, n=n, d=d)
-            rows.add(name, 0, 0, "wall_s", wall, n=n, d=d)
-        block["ratio"] = block["cpu_s"][f"n_{n_list[-1]}"] / block["cpu_s"][f"n_{n_list[0]}"]
-        block["n_ratio"] = n_list[-1] / n_list[0]
-        return block
+    def data(n, dd, adversary):
+        return make_sim_data(n, dd, link=link, sigma=sigma, eps=eps, adversary=adversary, noise_df=nu,
+                             seed=data_seed(ctx.seed, 0))
 
     def grad(D):
         return gradient_matrix(D.X, D.y, D.beta_star, link)
 
+    def mean_call(n, dd):
+        G = grad(data(n, dd, adv))
+        return lambda: robust_mean(G, eps)
+
+    def pairwise_call(n, dd):
+        G = grad(data(n, dd, adv))
+        return lambda: pairwise_filter_mean(G, eps)
+
+    def fit_call(n, dd):
+        D = data(n, dd, fadv)
+        return lambda: fit_robust_sim(D.X, D.y, link, eps, eta=_eta(params, link), n_iter=T, sigma=sigma,
+                                      noise_df=nu)
+
     ns = [int(v) for v in params["n_list"]]
     with threadpool_limits(1):
-        mean_block = measure("robust_mean", ns, lambda D: (lambda G=grad(D): robust_mean(G, eps)), adv)
-        timing.update(mean_block)
-        if params.get("control_n_list"):
-            cns = [int(v) for v in params["control_n_list"]]
-            timing["control"] = measure("pairwise_filter_mean", cns,
-                                        lambda D: (lambda G=grad(D): pairwise_filter_mean(G, eps)), adv)
-        if params.get("fit_n_iter"):
-            T = int(params["fit_n_iter"])
-            fadv = params.get("fit_adversary", adv)
-            timing["fit"] = measure("robust_fit", ns, lambda D: (lambda: fit_robust_sim(
-                D.X, D.y, link, eps, eta=_eta(params, link), n_iter=T, sigma=sigma, noise_df=nu)), fadv)
-            timing["fit"]["adversary"], timing["fit"]["n_iter"] = fadv, T
+        for n in ns:
+            cpu, wall, _ = _median_time(mean_call(n, d), reps)
+            timing.setdefault("cpu_s", {})[f"n_{n}"] = cpu
+            timing.setdefault("wall_s", {})[f"n_{n}"] = wall
+            rows.add("robust_mean", 0, 0, "cpu_s", cpu, n=n, d=d)
+        timing["ratio"] = timing["cpu_s"][f"n_{ns[-1]}"] / timing["cpu_s"][f"n_{ns[0]}"]
+        timing["n_ratio"] = ns[-1] / ns[0]
+        for key_, name, pts, make in (("fit_nd", "robust_fit", params["fit_points"], fit_call),
+                                      ("control_nd", "pairwise_filter_mean", params["control_points"],
+                                       pairwise_call)):
+            pts = [(int(n), int(dd)) for n, dd in pts]
+            t = _time_design(pts, make, reps)
+            timing[key_] = _design_block(pts, t)
+            for r in range(reps):
+                for j, (n, dd) in enumerate(pts):
+                    rows.add(name, r, 0, "cpu_s", t[r, j], n=n, d=dd)
+            ctx.log(f"timing: {name} design done")
+        timing["fit_nd"]["adversary"], timing["fit_nd"]["n_iter"] = fadv, T
+        timing["fit"] = {**_n_slice(timing["fit_nd"], d), "adversary": fadv, "n_iter": T}
+        timing["control"] = _n_slice(timing["control_nd"], d)
     # times change from run to run: they go to provenance.json (the claim reads them there); metrics.json keeps
     # only what is reproducible byte for byte
     ctx.record(timing=timing)
     return rows.rows, {"n_list": ns, "n_ratio": ns[-1] / ns[0], "repeats": reps,
+                       "fit_points": timing["fit_nd"]["points"], "control_points": timing["control_nd"]["points"],
                        "times_in": "provenance.json (key timing)"}
 
 
@@ -498,6 +586,41 @@ def run_performance(params: dict, ctx: RunContext):
     return rows.rows, {**stable, "repeats": reps, "times_in": "provenance.json (key performance)"}
 
 
+def run_basin(params: dict, ctx: RunContext):
+    """Population convexity radius R per link (:func:`papers.robust_sim.basin.basin_radius`; Theorem 3.1), and
+    how far the spectral initialisation lands from beta*: per seed, the largest ||w_0 - beta*|| over
+    ``adversaries`` at ``eps`` (``init_link``, n x d data as in init_scaling) for the stability-filter init
+    (``robust``) and the plain spectral init (``plain``, the control), and its ratio to R of ``init_link``."""
+    rows = _Rows()
+    metrics = {"radius": {}}
+    with threadpool_limits(1):
+        for link in params["links"]:
+            out = basin_radius(link, n_dirs=int(params["n_dirs"]), step=float(params["step"]),
+                               n_bisect=int(params["n_bisect"]), n_nodes=int(params["n_nodes"]))
+            metrics["radius"][link] = out
+            rows.add("population", 0, 0, "basin_radius", out["radius"], link=link)
+            ctx.log(f"basin: {link} R = {out['radius']:.3f}")
+        metrics["min_radius"] = min(v["radius"] for v in metrics["radius"].values())
+        link, sigma, nu, eps = params["init_link"], float(params["sigma"]), _noise_df(params), float(params["eps"])
+        n, d, seeds = int(params["n"]), int(params["d"]), int(params["seeds"])
+        dist = {"robust": np.zeros(seeds), "plain": np.zeros(seeds)}
+        for s in range(seeds):
+            for adv in params["adversaries"]:
+                D = make_sim_data(n, d, link=link, sigma=sigma, eps=eps, adversary=adv, noise_df=nu,
+                                  seed=data_seed(ctx.seed, s))
+                ws = {"robust": robust_spectral_init(D.X, D.y, eps, link=link, sigma=sigma, noise_df=nu),
+                      "plain": robust_spectral_init(D.X, D.y, 0.0, link=link)}
+                for m, w0 in ws.items():
+                    e = estimation_error(w0, D.beta_star)
+                    dist[m][s] = max(dist[m][s], e)
+                    rows.add(m, s, 0, "init_dist", e, adversary=adv, link=link, eps=eps, n=n, d=d)
+    R = metrics["radius"][link]["radius"]
+    metrics["init_link"] = link
+    metrics["init_dist_per_seed"] = {m: v.tolist() for m, v in dist.items()}
+    metrics["init_dist_over_radius_per_seed"] = {m: (v / R).tolist() for m, v in dist.items()}
+    return rows.rows, metrics
+
+
 def run_grid(params: dict, ctx: RunContext):
     """Robust and non-robust error over d x n/d x sigma x noise_df at one eps (full scale; tiny at smoke)."""
     rows = _Rows()
@@ -534,6 +657,7 @@ def run_grid(params: dict, ctx: RunContext):
 
 EXPERIMENTS = {
     "robustness": run_robustness,
+    "robustness_probit": run_robustness,  # the same experiment for the probit link (config.yaml)
     "esc_init": run_esc_init,
     "rate": run_rate,
     "init_scaling": run_init_scaling,
@@ -542,6 +666,7 @@ EXPERIMENTS = {
     "performance": run_performance,
     "eps_sweep": run_eps_sweep,
     "grid": run_grid,
+    "basin": run_basin,
 }
 
 if __name__ == "__main__":

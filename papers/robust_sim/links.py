@@ -81,6 +81,14 @@ def _logistic_df(z):
     return s * (1.0 - s)
 
 
+def _probit(z):
+    return ndtr(np.asarray(z, dtype=float))
+
+
+def _probit_df(z):
+    return _phi(np.asarray(z, dtype=float))
+
+
 def _phase(z):
     return np.square(np.asarray(z, dtype=float))
 
@@ -103,6 +111,7 @@ _LINKS = {
     "swish": Link("swish", _swish, _swish_df, False),       # f = z s(z),    f' = s + z s (1 - s)
     "tanh": Link("tanh", _tanh, _tanh_df, False),           # f = tanh z,    f' = 1 - tanh^2 z
     "logistic": Link("logistic", _logistic, _logistic_df, False),  # f = s(z), f' = s (1 - s)
+    "probit": Link("probit", _probit, _probit_df, False),    # f = Phi(z),  f' = phi(z)
     "phase": Link("phase", _phase, _phase_df, True),        # f = z^2,       f' = 2 z
     "bump": Link("bump", _bump, _bump_df, True),            # f = exp(-z^2), f' = -2 z exp(-z^2)  (ESC < 0)
 }
@@ -110,7 +119,7 @@ LINK_NAMES = tuple(_LINKS)
 
 
 def get_link(name: str) -> Link:
-    """The link called ``name``: one of gelu, swish, tanh, logistic, phase, bump.
+    """The link called ``name``: one of gelu, swish, tanh, logistic, probit, phase, bump.
 
     Raises ValueError naming the argument ``link`` and listing the valid names for an unknown name.
     """

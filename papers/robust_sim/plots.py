@@ -152,7 +152,7 @@ def _esc_spectrum(results: Path, out: Path) -> None:
         ax.bar(x + off, vals, width=0.4, yerr=errs, color=color, label=f"{which} eigenvector")
     for i, lk in enumerate(links):
         ax.annotate(f"ESC={met[lk]['esc']:.2f}", (i, 1.02), ha="center", fontsize=7)
-    ax.set_xticks(x, links)
+    ax.set_xticks(x, [f"{lk}\nn={met[lk]['n']}" if "n" in met[lk] else lk for lk in links], fontsize=7)
     ax.set_ylim(0, 1.32)
     ax.set_ylabel(r"$|\cos(v, \beta^*)|$")
     ax.set_title(r"eigenvectors of $\frac{1}{n}\sum y_i^2 x_i x_i^T$ (eps = 0)")
@@ -187,17 +187,27 @@ def _link_constants(results: Path, out: Path) -> None:
 
 
 def _timing(results: Path, out: Path) -> None:
+    """timing.csv: robust_mean's n sweep (median), and every (n, d) point of the two timed designs (whole robust
+    fits; the O(n^2 d) pairwise-pruning control) with the median CPU time and its ratio to the smallest n d."""
     prov = read_metrics(results / "timing" / "provenance.json")
     met = prov["timing"]  # run-dependent times live in provenance.json
-    blocks = [("robust_mean", met)] + [(name, met[k]) for k, name in
-                                       (("control", "pairwise_filter_mean (O(n^2 d))"), ("fit", "robust fit"))
-                                       if k in met]
     rows = []
-    for name, b in blocks:
-        ns = sorted(int(k[2:]) for k in b["cpu_s"])
-        for n in ns:
-            rows.append({"what": name, "n": n, "cpu_s": b["cpu_s"][f"n_{n}"], "wall_s": b["wall_s"][f"n_{n}"],
-                         "ratio_to_smallest": b["cpu_s"][f"n_{n}"] / b["cpu_s"][f"n_{ns[0]}"]})
+    ns = sorted(int(k[2:]) for k in met["cpu_s"])
+    d = met.get("fit", {}).get("d")
+    for n in ns:
+        cpu = met["cpu_s"][f"n_{n}"]
+        rows.append({"what": "robust_mean", "n": n, "d": d, "cpu_s": cpu, "wall_s": met["wall_s"][f"n_{n}"],
+                     "ratio_to_smallest": cpu / met["cpu_s"][f"n_{ns[0]}"]})
+    for key, name in (("fit_nd", "robust fit"), ("control_nd", "pairwise_filter_mean (O(n^2 d))")):
+        if key not in met:
+            continue
+        b = met[key]
+        pts = sorted(b["points"], key=lambda p: (p[0] * p[1], p[0]))
+        base = b["cpu_s_median"][f"n_{pts[0][0]}.d_{pts[0][1]}"]
+        for n, dd in pts:
+            cpu = b["cpu_s_median"][f"n_{n}.d_{dd}"]
+            rows.append({"what": name, "n": n, "d": dd, "cpu_s": cpu, "wall_s": float("nan"),
+                         "ratio_to_smallest": cpu / base})
     frame = pd.DataFrame(rows)
     frame["cpu"] = prov["hardware"]["cpu"]
     _write_csv(frame, out / "timing.csv")
@@ -225,12 +235,23 @@ def _performance(results: Path, out: Path) -> None:
     write_markdown_table(frame, out / "performance.md", title=title)
 
 
+def _basin_radius(results: Path, out: Path) -> None:
+    """basin_radius.csv: the population convexity radius R per link and the robust / plain init distances."""
+    met = read_metrics(results / "basin" / "metrics.json")
+    rows = [{"what": "population convexity radius R", "link": lk, "value": v["radius"],
+             "psi_nearest_crossing": v["psi"], "lambda_min_H_star": v["h_star"]} for lk, v in met["radius"].items()]
+    for m, vals in met["init_dist_per_seed"].items():
+        rows.append({"what": f"largest ||w_0 - beta*|| over the adversaries, {m} init (mean over seeds)",
+                     "link": met["init_link"], "value": float(np.mean(vals))})
+    _write_csv(pd.DataFrame(rows), out / "basin_radius.csv")
+
+
 def make_figures(results_dir: Path, out_dir: Path, scale: str) -> None:
     """Write every figure and table listed in config.yaml from ``results_dir`` into ``out_dir``."""
     results_dir, out_dir = Path(results_dir), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for draw in (_err_vs_eps, _err_vs_n, _err_vs_sigma, _init_vs_eps, _esc_spectrum, _init_vs_final,
-                 _link_constants, _timing, _performance):
+                 _link_constants, _timing, _performance, _basin_radius):
         draw(results_dir, out_dir)
 
 

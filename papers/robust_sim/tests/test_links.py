@@ -89,3 +89,18 @@ def test_bad_link_and_nodes():
         link_constants("relu")
     with pytest.raises(ValueError, match="n_nodes"):
         link_constants("gelu", n_nodes=10)
+
+
+def test_probit_constants_closed_form():
+    # f = Phi, f' = phi: E phi(Z) = 1/(2 sqrt pi); E Phi(Z)^2 = 1/3; E phi(Z)^2 = 1/(2 pi sqrt 3);
+    # E Z^2 phi(Z)^2 = 1/(6 pi sqrt 3); Phi - 1/2 is odd, so E f'' = E[Phi(Z)(Z^2 - 1)] = 0;
+    # ESC = 2 E phi^2 + 2 E[Phi f''] with f'' = -Z phi and E[Z phi Phi] = E phi^2 / 2 (Stein), so ESC = E phi^2
+    c = link_constants("probit")
+    e_phi_sq = 1.0 / (2.0 * math.pi * math.sqrt(3.0))
+    assert c["E_df"] == pytest.approx(1.0 / (2.0 * math.sqrt(math.pi)), rel=1e-12)
+    assert c["E_f_sq"] == pytest.approx(1.0 / 3.0, rel=1e-12)
+    assert c["E_df_sq"] == pytest.approx(e_phi_sq, rel=1e-12)
+    assert c["E_df_sq_z_sq"] == pytest.approx(e_phi_sq / 3.0, rel=1e-12)
+    assert c["esc"] == pytest.approx(e_phi_sq, rel=1e-10)
+    assert abs(c["E_d2f"]) < 1e-12
+    assert get_link("probit").f(np.array([0.0]))[0] == 0.5 and not get_link("probit").even

@@ -261,3 +261,35 @@ def test_least_cpu_fits_batches_alternates_and_keeps_outputs():
     assert res["a"] == {"cpu_s": 1.0, "wall_s": 1.0, "number": 1, "out": "A"}
     assert res["b"]["number"] == 3 and res["b"]["out"] == "B"
     assert res["b"]["cpu_s"] == pytest.approx(0.2) and res["b"]["wall_s"] == pytest.approx(0.2)
+
+
+def test_size_exponents_recover_known_powers():
+    from papers.robust_sim.experiments import size_exponents
+    pts = [(1000, 10), (1000, 40), (4000, 10), (4000, 40)]
+    # t = 3 n d: both exponents 1, slope in n d 1
+    out = size_exponents(pts, [3e-6 * n * d for n, d in pts])
+    assert out["alpha_n"] == pytest.approx(1.0) and out["alpha_d"] == pytest.approx(1.0)
+    assert out["alpha_nd"] == pytest.approx(1.0) and out["alpha_max"] == pytest.approx(1.0)
+    # t = n^2 d (the pairwise control): alpha_n = 2, alpha_d = 1, max 2; on this balanced design the single
+    # slope in n d is (2 + 1) / 2 = 1.5, which is why the claim reads the two exponents
+    out = size_exponents(pts, [1e-9 * n * n * d for n, d in pts])
+    assert out["alpha_n"] == pytest.approx(2.0) and out["alpha_d"] == pytest.approx(1.0)
+    assert out["alpha_max"] == pytest.approx(2.0) and out["alpha_nd"] == pytest.approx(1.5)
+    with pytest.raises(ValueError, match="two distinct"):
+        size_exponents([(1000, 10), (4000, 10), (8000, 10)], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="positive"):
+        size_exponents(pts, [1.0, 0.0, 1.0, 1.0])
+
+
+def test_time_design_warms_up_and_alternates():
+    from papers.robust_sim.experiments import _time_design
+    log, clock = [], iter(range(1000))
+    pts = [(1, 2), (3, 4)]
+
+    def make(n, d):
+        return lambda: log.append((n, d))
+
+    t = _time_design(pts, make, 2, cpu_clock=lambda: float(next(clock)))
+    # one warm-up each, then the repeats alternate over the points
+    assert log == [(1, 2), (3, 4), (1, 2), (3, 4), (1, 2), (3, 4)]
+    assert t.shape == (2, 2) and np.all(t == 1.0)
