@@ -10,8 +10,6 @@ only, so that ``metrics.json`` is byte-identical across runs.
 from __future__ import annotations
 
 import math
-import statistics  # noqa: F401  (unused since timing moved to shared.timing; kept so that the module's top-level
-import time  # noqa: F401  statements, which every experiment's code reach includes, stay as they were)
 from pathlib import Path
 
 import numpy as np
