@@ -224,7 +224,8 @@ def _dl_figures(results: Path, out: Path) -> None:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("iteration k")
-    ax.set_ylabel(f"best FW gap of Phi_nu (nu = {dl['measure_mu']:.3g}), median over seeds")
+    ax.set_ylabel("best FW gap of Phi_nu (median)")
+    ax.set_title(f"nu = {dl['measure_mu']:.3g}, {len(dl['seeds'])} seeds")
     ax.legend(fontsize=7)
     save_figure(fig, out / "dl_fwgap.png")
     per = dl["per_seed"]
