@@ -15,6 +15,7 @@ from shared.experiment import RunContext, main
 from shared.results import mean_and_se, write_metrics
 from shared.timing import alternating_least_cpu, time_calls
 
+from .dictionary_experiment import run_dictionary_learning
 from .methods import HORIZON_BASELINES, run_method
 from .problems import game_value, make_problem
 from .sets import top_singular_pair
@@ -675,6 +676,7 @@ EXPERIMENTS = {
     "ncc_dro": run_ncc_dro,
     "smoothing_check": run_smoothing_check,
     "performance": run_performance,
+    "dictionary_learning": run_dictionary_learning,
 }
 
 if __name__ == "__main__":
