@@ -752,15 +752,23 @@ def p_sweep(params: dict, ctx: RunContext):
     in-training alignment cos(ghat, g) against sqrt(P/(d_c + P + 1)), mean over ``seeds``. Each method in
     ``controls`` (e.g. hosfl_decoupled, whose client step does not use the P projections) runs at the smallest
     and the largest P only, with the same seeds; its final_acc difference is
-    ``compare.<method>_acc_Pmax_minus_Pmin_points``."""
+    ``compare.<method>_acc_Pmax_minus_Pmin_points``.
+
+    Paired per seed (same partition, batches and initial model for every P of one seed; Corollary 4.5's rate
+    O(sqrt(d_c/(P T))) predicts a gain from P): ``paired.acc_Pmax_minus_Pmin_points`` lists
+    100 (final_acc(P_max) - final_acc(P_min)) per seed, ``paired.<method>_acc_Pmax_minus_Pmin_points`` the same
+    for each control, and ``paired.r90_Pmin_minus_Pmax_rounds`` the censored rounds to 90% of P_min minus
+    P_max per seed."""
     _torch_setup()
     common = dict(params["common"])
     rounds, eval_every = int(common["rounds"]), int(common.get("eval_every", 10))
     P_list = [int(p) for p in params["P_list"]]
+    seeds = [int(s) for s in params.get("seeds", [0])]
     r90, acc, acc_se, align, arrays, rows = {}, {}, {}, {}, {}, []
+    acc_seed, r90_seed = {}, {}
     for P in P_list:
         vals, accs, als = [], [], []
-        for seed in params.get("seeds", [0]):
+        for seed in seeds:
             root = int(seeding.generator(ctx.seed, "run", str(seed)).integers(2 ** 31))
             r = run_split_training("hosfl", n_perturbations=P, seed=root, **common)
             vals.append(_censored(r["rounds_to_90"], rounds, eval_every))
@@ -771,31 +779,38 @@ def p_sweep(params: dict, ctx: RunContext):
             ctx.log(f"P={P} seed {seed}: final_acc {r['final_acc']:.4f}, rounds_to_90 {r['rounds_to_90']}")
         r90[str(P)] = float(np.mean(vals))
         acc[str(P)], acc_se[str(P)] = mean_and_se(accs)
+        acc_seed[str(P)], r90_seed[str(P)] = [float(a) for a in accs], [int(v) for v in vals]
         align[str(P)] = float(np.mean(als))
         rows += [{"method": "hosfl", "seed": 0, "step": P, "metric": "rounds_to_90_censored", "value": r90[str(P)]},
                  {"method": "hosfl", "seed": 0, "step": P, "metric": "final_acc", "value": acc[str(P)]}]
     lo, hi = str(P_list[0]), str(P_list[-1])
+    paired = {"seeds": seeds,
+              "acc_Pmax_minus_Pmin_points": [_points(a, b) for a, b in zip(acc_seed[hi], acc_seed[lo])],
+              "r90_Pmin_minus_Pmax_rounds": [float(a - b) for a, b in zip(r90_seed[lo], r90_seed[hi])]}
     controls = {}
     for method in params.get("controls", []):   # negative controls, run at the smallest and the largest P only
-        cacc = {}
+        cacc, cseed = {}, {}
         for P in sorted({P_list[0], P_list[-1]}):
             accs = []
-            for seed in params.get("seeds", [0]):
+            for seed in seeds:
                 root = int(seeding.generator(ctx.seed, "run", str(seed)).integers(2 ** 31))
                 r = run_split_training(method, n_perturbations=P, seed=root, **{**common, "track_alignment": False})
                 accs.append(r["final_acc"])
                 arrays[f"{method}_P{P}__s{seed}__round"] = r["round"]
                 arrays[f"{method}_P{P}__s{seed}__acc"] = r["test_accuracy"]
                 ctx.log(f"control {method} P={P} seed {seed}: final_acc {r['final_acc']:.4f}")
-            cacc[str(P)] = float(np.mean(accs))
-        controls[method] = {"final_acc": cacc, "acc_Pmax_minus_Pmin_points": _points(cacc[hi], cacc[lo])}
-    metrics = {"P_list": P_list, "rounds": rounds, "rounds_to_90_censored": r90, "final_acc": acc,
-               "final_acc_se": acc_se, "alignment_ratio": align,
+            cacc[str(P)], cseed[str(P)] = float(np.mean(accs)), [float(a) for a in accs]
+        controls[method] = {"final_acc": cacc, "final_acc_per_seed": cseed,
+                            "acc_Pmax_minus_Pmin_points": _points(cacc[hi], cacc[lo])}
+        paired[f"{method}_acc_Pmax_minus_Pmin_points"] = [_points(a, b) for a, b in zip(cseed[hi], cseed[lo])]
+    metrics = {"P_list": P_list, "rounds": rounds, "seeds": seeds, "rounds_to_90_censored": r90, "final_acc": acc,
+               "final_acc_se": acc_se, "final_acc_per_seed": acc_seed, "rounds_to_90_censored_per_seed": r90_seed,
+               "alignment_ratio": align,
                "alignment_finite_p_factor": {str(P): finite_p_alignment_factor(P) for P in P_list},
                "compare": {"r90_ratio_Pmin_Pmax": r90[lo] / r90[hi],
                            "acc_Pmax_minus_Pmin_points": _points(acc[hi], acc[lo]),
                            "alignment_ratio_min": min(align.values()), "alignment_ratio_max": max(align.values())},
-               "control": controls}
+               "control": controls, "paired": paired}
     for method, c in controls.items():
         metrics["compare"][f"{method}_acc_Pmax_minus_Pmin_points"] = c["acc_Pmax_minus_Pmin_points"]
     write_arrays(ctx.out_dir / "curves.npz", **arrays)
@@ -807,24 +822,73 @@ BLOW_UP_FACTOR = 2.0   # width_sweep: a tail training loss above this multiple o
 
 def width_sweep(params: dict, ctx: RunContext):
     """final_acc of HO-SFL and pure ZO (SFL-ZO) as the client width (cut_dim) and the server width (hidden_dim)
-    grow. Pure ZO perturbs d_c + d_s coordinates, HO-SFL only d_c. SFL-ZO's lr is chosen at every width from
-    ``sfl_zo_lr_grid`` by the lowest mean training loss over the last 10% of rounds (the rule of :func:`training`,
-    never the test set). Each method in ``controls`` (e.g. frozen: HO-SFL's first-order server with the client
-    never updated) runs at every width too; ``compare.<method>_minus_sfl_zo_min_points`` is its smallest margin
-    over pure ZO and ``compare.control_gap_growth_hidden_points.<method>`` the growth, from the smallest to the
-    largest hidden_dim, of HO-SFL's gap to it (its perturbed dimension does not grow with the server, so this
-    is the gap growth with the mechanism switched off). A run whose parameters
-    become non-finite, or whose final training loss exceeds ``BLOW_UP_FACTOR`` times its first round's (a finite
-    blow-up), is recorded as diverged (final_acc null, chance level in the comparisons)."""
+    grow. Pure ZO perturbs d_c + d_s coordinates, HO-SFL only d_c. SFL-ZO's lr is chosen at every width and seed
+    from ``sfl_zo_lr_grid`` by the lowest mean training loss over the last 10% of rounds (the rule of
+    :func:`training`, never the test set). Each method in ``controls`` (e.g. frozen: HO-SFL's first-order server
+    with the client never updated) runs at every width too. A run whose parameters become non-finite, or whose
+    final training loss exceeds ``BLOW_UP_FACTOR`` times its first round's (a finite blow-up), is recorded as
+    diverged (final_acc null, chance level in the comparisons).
+
+    Every statistic is computed per seed of ``seeds`` (same partition, batches and initial model for every method
+    of one seed) and listed under ``paired`` (one value per seed): ``hosfl_minus_sfl_zo_min_points`` (HO-SFL's
+    smallest margin over pure ZO across the widths), ``<control>_minus_sfl_zo_min_points``,
+    ``hosfl_hidden_change_points`` and ``sfl_zo_hidden_change_points`` (accuracy at the largest minus the
+    smallest hidden_dim), ``gap_growth_hidden_points`` (growth of HO-SFL's gap to pure ZO from the smallest to the
+    largest hidden_dim) and ``control_gap_growth_hidden_points.<control>`` (the same growth with the control in
+    pure ZO's place; its perturbed dimension does not grow with the server). ``compare`` holds their means over
+    seeds and ``final_acc`` the mean accuracy over the seeds that did not diverge (null when all did)."""
     _torch_setup()
     common = {"track_alignment": False, **dict(params["common"])}
-    root = int(seeding.generator(ctx.seed, "run", "0").integers(2 ** 31))
-    res, dims, diverged, cache = {"cut_dim": {}, "hidden_dim": {}}, {"cut_dim": {}, "hidden_dim": {}}, [], {}
+    seeds = [int(s) for s in params.get("seeds", [0])]
     zo_grid = [float(v) for v in params["sfl_zo_lr_grid"]]
     k_tail = max(1, int(np.ceil(0.1 * int(common["rounds"]))))
-    zo_lr, zo_grid_loss = {"cut_dim": {}, "hidden_dim": {}}, {"cut_dim": {}, "hidden_dim": {}}
     controls = [str(c) for c in params.get("controls", [])]   # e.g. frozen: the first-order server alone
-    for key, values in (("cut_dim", params["cut_dims"]), ("hidden_dim", params["hidden_dims"])):
+    axes = (("cut_dim", params["cut_dims"]), ("hidden_dim", params["hidden_dims"]))
+    dims = {"cut_dim": {}, "hidden_dim": {}}
+    for key, values in axes:
+        for v in values:
+            mk = {"cut_dim": 32, "hidden_dim": 64, key: int(v)}
+            m = SplitMLP(cut_dim=mk["cut_dim"], hidden_dim=mk["hidden_dim"])
+            dims[key][str(v)] = {"d_c": int(m.client_dim), "d_s": int(m.server_vector().size)}
+    per = {}
+    for seed in seeds:
+        root = int(seeding.generator(ctx.seed, "run", str(seed)).integers(2 ** 31))
+        per[seed] = _width_seed(axes, controls, zo_grid, common, root, k_tail, ctx, seed)
+    res = {key: {str(v): {} for v in values} for key, values in axes}
+    per_seed_acc = {key: {str(v): {} for v in values} for key, values in axes}
+    for key, values in axes:
+        for v in values:
+            for method in per[seeds[0]]["final_acc"][key][str(v)]:
+                accs = [per[s]["final_acc"][key][str(v)][method] for s in seeds]
+                ok = [a for a in accs if a is not None]
+                res[key][str(v)][method] = float(np.mean(ok)) if ok else None
+                per_seed_acc[key][str(v)][method] = accs
+    paired = {"seeds": seeds}
+    for stat in per[seeds[0]]["compare"]:
+        first = per[seeds[0]]["compare"][stat]
+        if isinstance(first, dict):
+            paired[stat] = {k: [per[s]["compare"][stat][k] for s in seeds] for k in first}
+        else:
+            paired[stat] = [per[s]["compare"][stat] for s in seeds]
+    compare = {stat: ({k: float(np.mean(x)) for k, x in vals.items()} if isinstance(vals, dict)
+                      else float(np.mean(vals))) for stat, vals in paired.items() if stat != "seeds"}
+    diverged = [f"seed {s}: {d}" for s in seeds for d in per[s]["diverged"]]
+    rows = [{"method": m, "seed": s, "step": int(v), "metric": f"final_acc_{key}", "value": a}
+            for key, d in per_seed_acc.items() for v, dd in d.items() for m, accs in dd.items()
+            for s, a in zip(seeds, accs) if a is not None]
+    return rows, {"seeds": seeds, "final_acc": res, "final_acc_per_seed": per_seed_acc, "dims": dims,
+                  "diverged": diverged, "sfl_zo_lr": {str(s): per[s]["sfl_zo_lr"] for s in seeds},
+                  "sfl_zo_lr_grid": zo_grid,
+                  "sfl_zo_grid_tail_loss": {str(s): per[s]["sfl_zo_grid_tail_loss"] for s in seeds},
+                  "rounds": int(common["rounds"]), "compare": compare, "paired": paired}
+
+
+def _width_seed(axes, controls, zo_grid, common, root, k_tail, ctx, seed) -> dict:
+    """One seed of :func:`width_sweep` (every method at every width, from the run root ``root``): its
+    final accuracies, SFL-ZO lr choices, diverged runs and the comparisons of that seed (see width_sweep)."""
+    res, diverged, cache = {"cut_dim": {}, "hidden_dim": {}}, [], {}
+    zo_lr, zo_grid_loss = {"cut_dim": {}, "hidden_dim": {}}, {"cut_dim": {}, "hidden_dim": {}}
+    for key, values in axes:
         for v in values:
             mk = {"cut_dim": 32, "hidden_dim": 64, key: int(v)}
             res[key][str(v)] = {}
@@ -833,22 +897,21 @@ def width_sweep(params: dict, ctx: RunContext):
                 if ck not in cache:   # the (cut 32, hidden 64) model is on both axes: run once
                     cache[ck] = _width_run(method, zo_grid if method == "sfl_zo" else [None], mk, common, root,
                                            k_tail, ctx)
-                    ctx.log(f"{method} {mk}: final_acc {cache[ck]['final_acc']}")
+                    ctx.log(f"seed {seed} {method} {mk}: final_acc {cache[ck]['final_acc']}")
                     if cache[ck]["diverged"]:
                         diverged.append(f"{method} cut_dim={mk['cut_dim']} hidden_dim={mk['hidden_dim']}")
                 out = cache[ck]
                 res[key][str(v)][method] = out["final_acc"]
                 if method == "sfl_zo":
                     zo_lr[key][str(v)], zo_grid_loss[key][str(v)] = out["lr"], out["grid_tail_loss"]
-            m = SplitMLP(cut_dim=mk["cut_dim"], hidden_dim=mk["hidden_dim"])
-            dims[key][str(v)] = {"d_c": int(m.client_dim), "d_s": int(m.server_vector().size)}
 
     def acc(key, v, method):
         a = res[key][str(v)][method]
         return 0.1 if a is None else a   # a diverged run counts as chance level in the comparisons
 
-    h_lo, h_hi = params["hidden_dims"][0], params["hidden_dims"][-1]
-    gap = {str(v): _points(acc("hidden_dim", v, "hosfl"), acc("hidden_dim", v, "sfl_zo")) for v in params["hidden_dims"]}
+    hidden = [v for key, values in axes if key == "hidden_dim" for v in values]
+    h_lo, h_hi = hidden[0], hidden[-1]
+    gap = {str(v): _points(acc("hidden_dim", v, "hosfl"), acc("hidden_dim", v, "sfl_zo")) for v in hidden}
     compare = {"hosfl_hidden_change_points": _points(acc("hidden_dim", h_hi, "hosfl"), acc("hidden_dim", h_lo, "hosfl")),
                "sfl_zo_hidden_change_points": _points(acc("hidden_dim", h_hi, "sfl_zo"), acc("hidden_dim", h_lo, "sfl_zo")),
                "hosfl_minus_sfl_zo_points_by_hidden": gap,
@@ -862,11 +925,8 @@ def width_sweep(params: dict, ctx: RunContext):
     compare["control_gap_growth_hidden_points"] = {
         c: (_points(acc("hidden_dim", h_hi, "hosfl"), acc("hidden_dim", h_hi, c))
             - _points(acc("hidden_dim", h_lo, "hosfl"), acc("hidden_dim", h_lo, c))) for c in controls}
-    rows = [{"method": m, "seed": 0, "step": int(v), "metric": f"final_acc_{key}", "value": a}
-            for key, d in res.items() for v, dd in d.items() for m, a in dd.items() if a is not None]
-    return rows, {"final_acc": res, "dims": dims, "diverged": diverged, "sfl_zo_lr": zo_lr,
-                  "sfl_zo_lr_grid": zo_grid, "sfl_zo_grid_tail_loss": zo_grid_loss,
-                  "rounds": int(common["rounds"]), "compare": compare}
+    return {"final_acc": res, "diverged": diverged, "sfl_zo_lr": zo_lr, "sfl_zo_grid_tail_loss": zo_grid_loss,
+            "compare": compare}
 
 
 def _width_run(method, grid, model_kwargs, common, root, k_tail, ctx) -> dict:
