@@ -3,7 +3,9 @@ import csv
 
 import pytest
 
-from papers.mipcrim.experiments import _kn_min_margin, _paired, _sk_goe_rows
+import numpy as np
+
+from papers.mipcrim.experiments import _eval_seeds, _kn_min_margin, _paired, _sk_goe_rows
 
 
 def test_kn_min_margin_takes_the_smallest_percent_margin():
@@ -44,3 +46,23 @@ def test_paired_refuses_unmatched_instances(tmp_path):
     _write_rows(tmp_path / "r.csv", rows)
     with pytest.raises(ValueError, match="do not pair up"):
         _paired(_sk_goe_rows(tmp_path / "r.csv"), "goe", "100", "mip_crim", "bsb")
+
+
+def test_eval_seeds_are_disjoint_from_the_tuner_runs():
+    # the tuner draws its run seeds as children of SeedSequence(seed): spawn keys (0,), (1,), ... (App. E has
+    # 48 + 9 x 162 = 1506 runs at res = 3, 10 rounds); evaluation starts must give other generator states
+    seed = 20260630
+    tuner = np.random.SeedSequence(seed).spawn(1506)
+    ev = _eval_seeds(seed, 16)
+    assert len(ev) == 16
+    states = {tuple(s.generate_state(4)) for s in tuner}
+    ev_states = [tuple(s.generate_state(4)) for s in ev]
+    assert len(set(ev_states)) == 16 and not states & set(ev_states)
+    # deterministic given the seed
+    assert [tuple(s.generate_state(4)) for s in _eval_seeds(seed, 16)] == ev_states
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_eval_seeds_rejects_bad_counts(bad):
+    with pytest.raises(ValueError, match="eval_seeds"):
+        _eval_seeds(0, bad)
