@@ -677,10 +677,19 @@ def qp_timing(params: dict, ctx: RunContext):
                   "solver_failures": failures}
 
 
+def conflict_digits(params: dict, ctx: RunContext):
+    """ConflictDigits: tasks that compete for a narrow shared trunk, Delta-m%, hypervolume and gradient conflict;
+    DREAM-R against FedAvg-LS, SCAFFOLD-LS, FSMGDA, FedCMOO and FedMGDA+ (see :mod:`papers.dream.conflict`)."""
+    import papers.dream.conflict as conflict_module
+
+    return conflict_module.conflict_digits(params, ctx)
+
+
 EXPERIMENTS = {"quadratic": quadratic, "quadratic_grid": quadratic_grid, "speedup": speedup, "rate_joint": rate_joint,
                "rho_sweep": rho_sweep,
                "multidigits": multidigits,
-               "qp_timing": qp_timing, "ablation": ablation, "pareto_front": pareto_front}
+               "qp_timing": qp_timing, "ablation": ablation, "pareto_front": pareto_front,
+               "conflict_digits": conflict_digits}
 
 if __name__ == "__main__":
     raise SystemExit(main(EXPERIMENTS))

@@ -16,12 +16,12 @@ from shared.results import read_arrays, read_metrics, write_markdown_table
 __all__ = ["make_figures"]
 
 METHODS = ("dream", "dream_no_cv", "fmgda", "mgda_central", "fedavg_ls", "scaffold_ls", "dream_m05", "fedcmoo",
-           "dream_beta0")
+           "dream_beta0", "fsmgda", "fedmgda_plus")
 COLORS = method_colors(METHODS)
 LABELS = {"dream": "DREAM-R", "dream_no_cv": "DREAM-R without CV", "fmgda": "FMGDA", "fedcmoo": "FedCMOO",
           "mgda_central": "central MGDA",
           "fedavg_ls": "FedAvg-LS", "scaffold_ls": "SCAFFOLD-LS", "dream_m05": "DREAM-R (beta 0.5)",
-          "dream_beta0": "DREAM-R without momentum"}
+          "dream_beta0": "DREAM-R without momentum", "fsmgda": "FSMGDA", "fedmgda_plus": "FedMGDA+"}
 
 
 def _instances(traces: dict, run: str) -> list[str]:
@@ -242,6 +242,47 @@ def _ablation(results: Path, out: Path) -> None:
     write_markdown_table(frame, out / "ablation.md", floatfmt=".2f", title=title)
 
 
+def _conflict(results: Path, out: Path) -> None:
+    met = read_metrics(results / "conflict_digits" / "metrics.json")
+    traces = read_arrays(results / "conflict_digits" / "traces.npz")
+    methods = list(met["acc"])
+    fig, axes = new_figure(ncols=2, width=4.4, height=3.4)
+    for m in methods:
+        style = "--" if m in ("dream_no_cv", "dream_beta0") else "-"
+        r = traces[f"{m}__round"]
+        axes[0, 0].plot(r, traces[f"{m}__acc"].mean(axis=1), color=COLORS[m], linestyle=style, label=LABELS[m])
+        axes[0, 1].plot(np.r_[0, r], traces[f"{m}__cosine"], color=COLORS[m], linestyle=style, label=LABELS[m])
+    if "reference__cosine" in traces:
+        c = traces["reference__cosine"]
+        every = int(met["conflict_reference"]["settings"].get("eval_every", 10))
+        rounds = np.minimum(np.arange(c.size) * every, int(met["conflict_reference"]["settings"]["rounds"]))
+        axes[0, 1].plot(rounds, c, color="0.5", linestyle=":", label="MultiDigits, FedAvg-LS")
+    axes[0, 1].axhline(0.0, color="k", linewidth=0.6)
+    axes[0, 0].set_xlabel("round")
+    axes[0, 0].set_ylabel("mean-task test accuracy (%), first seed")
+    axes[0, 1].set_xlabel("round")
+    axes[0, 1].set_ylabel("trunk cosine of the task gradients")
+    axes[0, 0].legend(fontsize=6)
+    axes[0, 1].legend(fontsize=6)
+    save_figure(fig, out / "conflict_digits.png")
+    seeds = met["seeds"]
+    frame = pd.DataFrame({
+        "method": [LABELS[m] for m in methods],
+        "task-1 acc": [met["acc"][m][0] for m in methods], "task-2 acc": [met["acc"][m][1] for m in methods],
+        "Delta-m%": [met["delta_m"][m] for m in methods],
+        "Delta-m% s.e.": [float(np.std(met["delta_m_per_seed"][m], ddof=1) / np.sqrt(len(seeds)))
+                          if len(seeds) > 1 else float("nan") for m in methods],
+        "hypervolume": [met["hv"][m] for m in methods],
+        "mean trunk cosine": [float(np.mean(met["conflict"][m]["mean_cos_per_seed"])) for m in methods],
+        "share of negative cosines": [float(np.mean(met["conflict"][m]["frac_negative_per_seed"])) for m in methods]})
+    ref = met["stl_acc"]
+    title = (f"ConflictDigits, {met['n_clients']} clients, {met['rounds']} rounds, seeds {seeds}: accuracies in percent "
+             f"(mean of the last evaluations, mean over seeds), Delta-m% against the single-task references "
+             f"({met['reference_method']}; task 1 {ref[0]:.2f}, task 2 {ref[1]:.2f}; lower is better), hypervolume of "
+             f"the final test losses w.r.t. {met['hv_reference']} (higher is better)")
+    write_markdown_table(frame, out / "conflict_digits.md", floatfmt=".3f", title=title)
+
+
 def make_figures(results_dir, out_dir, scale: str) -> None:
     """Write every figure and table whose results exist under ``results_dir``."""
     results, out = Path(results_dir), Path(out_dir)
@@ -265,6 +306,8 @@ def make_figures(results_dir, out_dir, scale: str) -> None:
         _pareto(results, out)
     if (results / "ablation" / "metrics.json").exists():
         _ablation(results, out)
+    if (results / "conflict_digits" / "traces.npz").exists():
+        _conflict(results, out)
 
 
 if __name__ == "__main__":
