@@ -609,39 +609,88 @@ def least_cpu_with_outputs(fns, rounds: int, **kw):
     return timing, outputs
 
 
+def tts_share(t_mip: float | None, t_ref: float | None) -> float:
+    """MiP-CRIM's share t_mip / (t_mip + t_ref) of two times to target (:func:`time_to_target`), in [0, 1].
+
+    A monotone, bounded transform of the ratio r = t_mip / t_ref (share = r / (1 + r)): below 1/2 exactly when
+    MiP-CRIM reaches the target sooner. A method that never reached the target (``None``) has an infinite time:
+    share 1 when only MiP-CRIM missed it, 0 when only the reference did, 1/2 when both did (no one is faster)."""
+    for t in (t_mip, t_ref):
+        if t is not None and not (math.isfinite(t) and t > 0):
+            raise ValueError(f"times to target must be positive and finite, or None; got {t!r}")
+    if t_mip is None and t_ref is None:
+        return 0.5
+    if t_mip is None:
+        return 1.0
+    if t_ref is None:
+        return 0.0
+    return t_mip / (t_mip + t_ref)
+
+
+def _perf_graph(name: str, params: dict, ctx: RunContext, R: int, reps: int):
+    """One MAX-CUT graph of ``performance``: MiP-CRIM (Adam step ``tau_by_graph[name]``, else ``tau``) and SA
+    timed in ``reps`` alternating rounds, ballistic SB and the one-epoch control (K = 1) in one round each; returns (seconds of the R restarts/reads per method,
+    best cut, success fraction, time to target per method, the graph's summary, timing rounds)."""
+    n, edges, bk = _graph(name, params, ctx)
+    J = maxcut_coupling(n, edges)
+    hp = _gset_params(name, params)
+    tau = float(params.get("tau_by_graph", {}).get(name, params["tau"]))
+    common = dict(tau=tau, seeds=range(R), inner_steps=int(params["inner_steps"]))
+    t_cut, out = least_cpu_with_outputs({
+        "mip_crim": lambda: mip_crim_batch(J, **hp, **common, epochs=int(params["epochs"])),
+        "sa": lambda: bl.simulated_annealing(J, num_reads=R, num_sweeps=int(params["sa_sweeps"]), seed=0)}, reps)
+    t_one, out_1 = least_cpu_with_outputs(
+        {"bsb": lambda: bl.ballistic_sb(J, steps=int(params["bsb_steps"]), reads=R, seed=0),
+         "one_epoch": lambda: mip_crim_batch(J, **hp, **common, epochs=1)}, 1)
+    S, Sb = out["sa"][0], out_1["bsb"][0]
+    cuts = {"mip_crim": np.array([cut_value(edges, r.spins) for r in out["mip_crim"]]),
+            "sa": np.array([cut_value(edges, S[:, c]) for c in range(R)]),
+            "bsb": np.array([cut_value(edges, Sb[:, c]) for c in range(R)]),
+            "one_epoch": np.array([cut_value(edges, r.spins) for r in out_1["one_epoch"]])}
+    target = math.ceil(float(params["target_frac"]) * bk)
+    success = {m: float(np.mean(c >= target)) for m, c in cuts.items()}
+    sec = {"mip_crim": t_cut["seconds"]["mip_crim"], "sa": t_cut["seconds"]["sa"], "bsb": t_one["seconds"]["bsb"],
+           "one_epoch": t_one["seconds"]["one_epoch"]}
+    tts = {m: time_to_target(sec[m] / R, success[m]) for m in sec}
+    summary = {"n": int(n), "edges": int(len(edges)), "best_known": bk, "target_cut": target, "tau": tau,
+               "best_cut": {m: float(c.max()) for m, c in cuts.items()}, "success_fraction": success,
+               "bsb_dt": bl.bsb_time_step(J)}
+    number = {"mip_crim": t_cut["number"]["mip_crim"], "sa": t_cut["number"]["sa"], "bsb": t_one["number"]["bsb"],
+              "one_epoch": t_one["number"]["one_epoch"]}
+    return sec, cuts, success, tts, summary, {"maxcut": t_cut["rounds"], "bsb": t_one["rounds"], "number": number}
+
+
 def run_performance(params: dict, ctx: RunContext):
     """Side-by-side timing under one BLAS thread: MiP-CRIM (R batched restarts) vs D-Wave SA (R reads) and
-    ballistic SB (R reads) on one G-set graph, with the time to reach ``target_frac`` of the best-known cut with
-    99% probability (:func:`time_to_target`), and MiP-CRIM vs Karmarkar-Karp on one NPP instance.
+    ballistic SB (R reads) on MAX-CUT graphs (``graph``, then ``extra_graphs``), with the time to reach
+    ``target_frac`` of the best-known cut with 99% probability (:func:`time_to_target`), and MiP-CRIM vs
+    Karmarkar-Karp on one NPP instance.
 
     Times are process CPU seconds (``time.process_time``), not wall time, so that other jobs on shared cores
     disturb them little: each compared pair (MiP-CRIM and SA; MiP-CRIM and Karmarkar-Karp on NPP) is measured in
     ``repeats`` alternating rounds after one warm-up call each, calls shorter than 0.05 s (Karmarkar-Karp) are
-    batched, and the least measurement per call is kept (:func:`least_cpu_with_outputs`); ballistic SB, in no
-    ratio, gets one round. Times go to timings.json only; success fractions (deterministic) to metrics.json."""
+    batched, and the least measurement per call is kept (:func:`least_cpu_with_outputs`); ballistic SB and the
+    one-epoch control (MiP-CRIM with K = 1, the same restarts), in no raw-time ratio, get one round. Per graph,
+    MiP-CRIM's share of the two times to target (:func:`tts_share`) against SA and against bSB goes to
+    timings.json (``tts``), with the control's. Times go to timings.json only; success fractions and cuts
+    (deterministic) to metrics.json. The top-level keys of both files describe ``graph``."""
     from threadpoolctl import threadpool_limits
 
     R, reps = int(params["restarts"]), int(params["repeats"])
     name = params["graph"]
+    graphs = [name] + [str(g) for g in params.get("extra_graphs", [])]
+    if len(set(graphs)) != len(graphs):
+        raise ValueError(f"performance: graphs must be distinct (graph {name!r}, extra_graphs), got {graphs}")
+    by_graph, t_by_graph = {}, {}
     with threadpool_limits(1):
-        n, edges, bk = _graph(name, params, ctx)
-        J = maxcut_coupling(n, edges)
-        hp = _gset_params(name, params)
-        t_cut, out = least_cpu_with_outputs({
-            "mip_crim": lambda: mip_crim_batch(J, **hp, tau=float(params["tau"]), seeds=range(R),
-                                               epochs=int(params["epochs"]), inner_steps=int(params["inner_steps"])),
-            "sa": lambda: bl.simulated_annealing(J, num_reads=R, num_sweeps=int(params["sa_sweeps"]), seed=0)}, reps)
-        runs, (S, _, _) = out["mip_crim"], out["sa"]
-        t_bsb, out_b = least_cpu_with_outputs(
-            {"bsb": lambda: bl.ballistic_sb(J, steps=int(params["bsb_steps"]), reads=R, seed=0)}, 1)
-        Sb = out_b["bsb"][0]
-        mip_cuts = np.array([cut_value(edges, r.spins) for r in runs])
-        sa_cuts = np.array([cut_value(edges, S[:, c]) for c in range(R)])
-        bsb_cuts = np.array([cut_value(edges, Sb[:, c]) for c in range(R)])
-        mip_cut, sa_cut = float(mip_cuts.max()), float(sa_cuts.max())
-        target = math.ceil(float(params["target_frac"]) * bk)
-        success = {m: float(np.mean(c >= target)) for m, c in (("mip_crim", mip_cuts), ("sa", sa_cuts),
-                                                              ("bsb", bsb_cuts))}
+        for g in ctx.progress(graphs, total=len(graphs), what="graphs"):
+            sec_g, cuts_g, succ_g, tts_g, summ_g, rounds_g = _perf_graph(g, params, ctx, R, reps)
+            by_graph[g] = summ_g
+            t_by_graph[g] = {"s": sec_g, "s_per_run": {m: v / R for m, v in sec_g.items()},
+                             "time_to_target_99_s": tts_g, "rounds": rounds_g,
+                             "ratio_mip_over_sa": sec_g["mip_crim"] / sec_g["sa"]}
+            if g == name:
+                sec, cuts, success, tts, summary, rounds = sec_g, cuts_g, succ_g, tts_g, summ_g, rounds_g
         a = np.random.default_rng(0).random(int(params["npp_n"]))
         t_npp, out_n = least_cpu_with_outputs({
             "mip_crim": lambda: mip_crim_batch(npp_operator(a), **params["npp_solver"], seeds=range(R),
@@ -651,28 +700,43 @@ def run_performance(params: dict, ctx: RunContext):
         d_mip = min(npp_discrepancy(a, r.spins) for r in rr)
         d_kk = npp_discrepancy(a, skk)
     from shared.provenance import hardware
-    sec = {"mip_crim": t_cut["seconds"]["mip_crim"], "sa": t_cut["seconds"]["sa"], "bsb": t_bsb["seconds"]["bsb"]}
+    mip_cut, sa_cut = summary["best_cut"]["mip_crim"], summary["best_cut"]["sa"]
     npp_mip_s, npp_kk_s = t_npp["seconds"]["mip_crim"], t_npp["seconds"]["kk"]
-    per_run = {m: v / R for m, v in sec.items()}
-    tts = {m: time_to_target(per_run[m], success[m]) for m in per_run}
+    main3 = ("mip_crim", "sa", "bsb")
+    share = {}
+    for ref in ("sa", "bsb"):
+        for label, mip in (("", "mip_crim"), ("control.one_epoch.", "one_epoch")):
+            vals = [tts_share(t_by_graph[g]["time_to_target_99_s"][mip], t_by_graph[g]["time_to_target_99_s"][ref])
+                    for g in graphs]
+            share[f"{label}mip_share_vs_{ref}_per_graph"] = vals
+    tts_block = {"graphs": graphs, **{k: v for k, v in share.items() if not k.startswith("control.")},
+                 "control": {"one_epoch": {k.split(".", 2)[2]: v for k, v in share.items()
+                                           if k.startswith("control.")}}}
     timings = {"graph": name, "restarts": R, "mip_s": sec["mip_crim"], "sa_s": sec["sa"], "bsb_s": sec["bsb"],
-               "ratio_mip_over_sa": sec["mip_crim"] / sec["sa"], "target_cut": target, "time_to_target_99_s": tts,
-               "s_per_run": per_run, "npp_mip_s": npp_mip_s, "npp_kk_s": npp_kk_s,
+               "ratio_mip_over_sa": sec["mip_crim"] / sec["sa"], "target_cut": summary["target_cut"],
+               "time_to_target_99_s": {m: tts[m] for m in main3},
+               "s_per_run": {m: sec[m] / R for m in main3}, "npp_mip_s": npp_mip_s, "npp_kk_s": npp_kk_s,
                "npp_ratio_mip_over_kk": npp_mip_s / npp_kk_s, "cpu": hardware()["cpu"], "threads": 1,
                "clock": "process_time (CPU seconds of this process, least over alternating rounds)",
-               "rounds": {"maxcut": t_cut["rounds"], "bsb": t_bsb["rounds"], "npp": t_npp["rounds"]},
-               "calls_per_measurement": {"mip_crim": t_cut["number"]["mip_crim"], "sa": t_cut["number"]["sa"],
-                                         "bsb": t_bsb["number"]["bsb"], "npp_mip_crim": t_npp["number"]["mip_crim"],
-                                         "npp_kk": t_npp["number"]["kk"]}}
+               "rounds": {"maxcut": rounds["maxcut"], "bsb": rounds["bsb"], "npp": t_npp["rounds"]},
+               "calls_per_measurement": {"mip_crim": rounds["number"]["mip_crim"], "sa": rounds["number"]["sa"],
+                                         "bsb": rounds["number"]["bsb"], "npp_mip_crim": t_npp["number"]["mip_crim"],
+                                         "npp_kk": t_npp["number"]["kk"]},
+               "by_graph": t_by_graph, "tts": tts_block}
     atomic_write_text(ctx.out_dir / "timings.json", json.dumps(timings, indent=2, sort_keys=True) + "\n")
     ctx.record(timings=timings)
-    rows = [_row("mip_crim", 0, 0, "best_cut", mip_cut, graph=name), _row("sa", 0, 0, "best_cut", sa_cut, graph=name),
-            _row("mip_crim", 0, 0, "npp_discrepancy", d_mip), _row("karmarkar_karp", 0, 0, "npp_discrepancy", d_kk)]
+    rows = []
+    for g in graphs:
+        for m in ("mip_crim", "sa", "bsb", "one_epoch"):
+            rows.append(_row(m, 0, 0, "best_cut", by_graph[g]["best_cut"][m], graph=g))
+    rows += [_row("mip_crim", 0, 0, "npp_discrepancy", d_mip), _row("karmarkar_karp", 0, 0, "npp_discrepancy", d_kk)]
     metrics = {"perf": {"graph": name, "restarts": R, "mip_best_cut": mip_cut, "sa_best_cut": sa_cut,
-                        "mip_minus_sa_cut": mip_cut - sa_cut, "best_known": bk, "target_cut": target,
-                        "success_fraction": success, "bsb_best_cut": float(bsb_cuts.max()),
-                        "bsb_dt": bl.bsb_time_step(J),
-                        "npp_mip_discrepancy": d_mip, "npp_kk_discrepancy": d_kk}}
+                        "mip_minus_sa_cut": mip_cut - sa_cut, "best_known": summary["best_known"],
+                        "target_cut": summary["target_cut"],
+                        "success_fraction": {m: success[m] for m in main3},
+                        "bsb_best_cut": summary["best_cut"]["bsb"], "bsb_dt": summary["bsb_dt"],
+                        "npp_mip_discrepancy": d_mip, "npp_kk_discrepancy": d_kk,
+                        "graphs": graphs, "by_graph": by_graph}}
     return rows, metrics
 
 

@@ -105,3 +105,22 @@ def test_least_cpu_with_outputs_keeps_last_output_and_counts_calls():
     assert out == {"a": ("a", 4), "b": ("b", 4)}
     assert timing["number"] == {"a": 1, "b": 1} and timing["rounds"] == 3
     assert timing["seconds"] == {"a": 1.0, "b": 1.0}
+
+
+def test_tts_share_known_answers_and_bad_input():
+    """share = t_mip / (t_mip + t_ref) = r / (1 + r): 1/2 at a tie, 1/3 when MiP-CRIM takes half the time, and an
+    unreached target (None, infinite time) counts against the method that missed it."""
+    from papers.mipcrim.experiments import tts_share
+
+    assert tts_share(1.0, 1.0) == 0.5
+    assert tts_share(1.0, 2.0) == pytest.approx(1.0 / 3.0)
+    assert tts_share(3.0, 1.0) == pytest.approx(0.75)
+    assert tts_share(None, 1.0) == 1.0
+    assert tts_share(1.0, None) == 0.0
+    assert tts_share(None, None) == 0.5
+    for r in (0.01, 0.5, 2.0, 50.0):                    # monotone in the ratio, below 1/2 iff r < 1
+        assert (tts_share(r, 1.0) < 0.5) == (r < 1.0)
+        assert tts_share(r, 1.0) == pytest.approx(r / (1.0 + r))
+    for bad in (0.0, -1.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError):
+            tts_share(bad, 1.0)
