@@ -770,8 +770,8 @@ def run_tuning(params: dict, ctx: RunContext):
     + the graph's position). The tuner picks (alpha, beta, lam, tau) on its own runs; the reported cut is the best
     of ``eval_seeds`` separate evaluation runs with those parameters (starts disjoint from the tuning runs). The
     best cut seen inside the search is kept as ``search_best_cut`` / ``search_rel_gap_pct``. Per-graph CPU seconds
-    in ``cpu_s``."""
-    rows, metrics = [], {}
+    go to the provenance (``cpu_s_per_graph``), not to metrics.json, which must not depend on the run."""
+    rows, metrics, cpu_s = [], {}, {}
     for k, name in enumerate(params["graphs"]):
         t0 = time.process_time()
         n, edges, bk = _graph(name, params, ctx)
@@ -787,8 +787,9 @@ def run_tuning(params: dict, ctx: RunContext):
                          "sync": ev[b].sync, "eval_cuts": [int(c) for c in cuts], "n_eval_runs": len(cuts),
                          "search_best_cut": int(search_cut), "search_rel_gap_pct": _gap_pct(search_cut, bk),
                          "search_sync": res.result.sync, "n_runs": len(res.history), "n": int(n),
-                         "m": int(len(edges)), "params": {k2: float(v) for k2, v in res.params.items()},
-                         "cpu_s": time.process_time() - t0}
+                         "m": int(len(edges)), "params": {k2: float(v) for k2, v in res.params.items()}}
+        cpu_s[name] = time.process_time() - t0
+    ctx.record(cpu_s_per_graph=cpu_s)
     return rows, {"tuning": metrics}
 
 
