@@ -239,6 +239,28 @@ def _dl_figures(results: Path, out: Path) -> None:
     atomic_write_text(out / "dl_table.md", "\n".join(text) + "\n")
 
 
+def _cc_strong_figures(results: Path, out: Path) -> None:
+    """Gap against k per game: strongly concave dual (solid), general C-C (dashed), frozen-dual control (dotted)."""
+    frame = read_tidy(results / "cc_strong_dual" / "results.csv")
+    frame = frame[(frame.metric == "gap") & (frame.step > 0)]
+    problems = list(dict.fromkeys(frame.problem))
+    fig, axes = new_figure(ncols=max(len(problems), 1))
+    for ax, prob in zip(axes[0], problems):
+        sub = frame[frame.problem == prob]
+        for m in ("v_x", "v_y", "v_xy"):
+            for arm, style in (("sc", "-"), ("c", "--"), ("frozen", ":")):
+                d = sub[sub.method == f"{m}_{arm}"].sort_values("step")
+                ax.plot(d.step, np.maximum(d.value, FLOOR), color=COLORS[m], linestyle=style,
+                        label=f"{LABELS[m]}, {arm}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(prob)
+        ax.set_xlabel("iteration k")
+        ax.set_ylabel("duality gap (last iterate)")
+    axes[0][0].legend(fontsize=5)
+    save_figure(fig, out / "cc_strong_gap.png")
+
+
 def _md(frame: pd.DataFrame) -> str:
     def fmt(v):
         return format(float(v), ".3g") if isinstance(v, (float, np.floating)) else str(v)
@@ -260,6 +282,8 @@ def make_figures(results_dir: Path, out_dir: Path, scale: str) -> None:
     _nc_figures(results_dir, out_dir)
     if (results_dir / "dictionary_learning" / "results.csv").exists():
         _dl_figures(results_dir, out_dir)
+    if (results_dir / "cc_strong_dual" / "results.csv").exists():
+        _cc_strong_figures(results_dir, out_dir)
     _anytime_table(results_dir, out_dir)
     _performance_table(results_dir, out_dir)
 
