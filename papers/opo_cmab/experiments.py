@@ -2,7 +2,8 @@
 
 ``python -m papers.opo_cmab.experiments NAME --config papers/opo_cmab/config.yaml --scale quick --out DIR`` with
 NAME one of ``synthetic`` (regret on the realisable finite class), ``streams`` (progressive-validation loss on
-classification streams) and ``performance`` (rounds per second, OPO against SquareCB). Each function takes the
+classification streams; with Vowpal Wabbit's SquareCB and RegCB-optimistic) and ``performance`` (rounds per
+second, OPO against our SquareCB, and our SquareCB against Vowpal Wabbit's). Each function takes the
 params of its config block and returns (tidy rows, metrics); whole curves for the figures go to ``curves.npz``
 and wall times to ``timings.json`` (never to metrics.json, which must be byte-identical across runs).
 """
@@ -428,8 +429,37 @@ def _eval_metrics(regret: dict, checkpoints, n_models: int, A: int) -> dict:
 
 
 # --------------------------------------------------------------------------------------------- streams
-STREAM_FAMILIES = ("opo", "squarecb", "regcb", "adacb", "eps_greedy", "uniform", "supervised")
-STREAM_COMPARED = ("eps_greedy", "squarecb", "regcb", "adacb")  # the baselines OPO is compared with
+STREAM_FAMILIES = ("opo", "squarecb", "regcb", "adacb", "eps_greedy", "uniform", "supervised", "vw_squarecb",
+                   "vw_regcb")
+STREAM_COMPARED = ("eps_greedy", "squarecb", "regcb", "adacb", "vw_squarecb", "vw_regcb")  # OPO's comparators
+
+
+def _stream_grid(params: dict, family: str) -> list[dict]:
+    """Configurations of one stream family: :func:`_grid`, and Vowpal Wabbit's explorers
+    (:mod:`papers.opo_cmab.vw_baselines`) from ``vw_squarecb_gamma_scale`` and ``vw_regcb_mellowness`` (none when
+    the key is absent)."""
+    if family == "vw_squarecb":
+        return [{"algo": "vw_squarecb", "gamma_scale": float(g)} for g in params.get("vw_squarecb_gamma_scale", [])]
+    if family == "vw_regcb":
+        return [{"algo": "vw_regcb", "c0": float(c)} for c in params.get("vw_regcb_mellowness", [])]
+    return _grid(params, family)
+
+
+def _stream_label(spec: dict) -> str:
+    """:func:`config_label`, and ``vw_squarecb_gs<g>`` / ``vw_regcb_mellow<c0>`` for Vowpal Wabbit's explorers."""
+    if spec["algo"] == "vw_squarecb":
+        return f"vw_squarecb_gs{spec['gamma_scale']:g}"
+    if spec["algo"] == "vw_regcb":
+        return f"vw_regcb_mellow{spec['c0']:g}"
+    return config_label(spec)
+
+
+def _stream_agent(spec: dict, env, lam: float):
+    """The agent of a stream run: Vowpal Wabbit's (its own online learner) or ours on the ridge oracle."""
+    if spec["algo"] in ("vw_squarecb", "vw_regcb"):
+        from papers.opo_cmab.vw_baselines import make_vw_agent
+        return make_vw_agent(spec, env, seed=0)
+    return make_agent(spec, env, "ridge", 0, lam)
 
 
 def streams(params: dict, ctx: RunContext):
@@ -442,23 +472,29 @@ def streams(params: dict, ctx: RunContext):
     ``gap_uniform`` (min over streams of PV_uniform - PV_OPO), ``diff_eps_greedy``, ``diff_squarecb``,
     ``diff_regcb`` and ``diff_adacb`` (mean over streams of PV_OPO - PV_other, for the baselines that ran);
     ``control.uniform.*`` the same with uniform play in place of OPO. RegCB (grid ``regcb_c0``) and AdaCB (grid
-    ``adacb_gamma_scale`` x ``adacb_c0``) are tuned like OPO and SquareCB.
+    ``adacb_gamma_scale`` x ``adacb_c0``) are tuned like OPO and SquareCB, and so are Vowpal Wabbit's SquareCB
+    (``vw_squarecb_gamma_scale``) and RegCB-optimistic (``vw_regcb_mellowness``), which run VW's own online learner
+    on the same row orders and action and loss draws (:mod:`papers.opo_cmab.vw_baselines`; ``diff_vw_squarecb``,
+    ``diff_vw_regcb``).
     """
     names, n_shuffles, lam = list(params["streams"]), int(params["shuffles"]), float(params.get("lam", 1.0))
     n_tune = int(params.get("tune_shuffles", 0))
     rows, per_stream, curves, timings = [], {}, {}, {}
-    by_family = {fam: {config_label(s): s for s in _grid(params, fam)} for fam in STREAM_FAMILIES
-                 if _grid(params, fam)}
+    by_family = {fam: {_stream_label(s): s for s in _stream_grid(params, fam)} for fam in STREAM_FAMILIES
+                 if _stream_grid(params, fam)}
 
     def play(name, spec, role, sh):
         env_seed, run_seed = _seed(ctx, name, role, "shuffle", str(sh)), _seed(ctx, name, role, "run", str(sh))
         env = make_env(name, env_seed)
-        agent = make_agent(spec, env, "ridge", 0, lam)
+        agent = _stream_agent(spec, env, lam)
         start = time.perf_counter()
         out = run_bandit(env, agent, env.n_rounds, run_seed)
-        timings.setdefault(name, {}).setdefault(config_label(spec), [0.0, 0])
-        timings[name][config_label(spec)][0] += time.perf_counter() - start
-        timings[name][config_label(spec)][1] += env.n_rounds
+        lab = _stream_label(spec)
+        timings.setdefault(name, {}).setdefault(lab, [0.0, 0])
+        timings[name][lab][0] += time.perf_counter() - start
+        timings[name][lab][1] += env.n_rounds
+        if hasattr(agent, "close"):
+            agent.close()
         return env.n_rounds, out["pv_loss"]
 
     with threadpool_limits(1):
@@ -526,34 +562,47 @@ def _stream_summaries(per_stream: dict, learner: str, n_shuffles: int) -> dict:
 
 # ----------------------------------------------------------------------------------------- performance
 def _timed_run(env_factory, spec, oracle_kind, n_rounds, run_seed, repeats, oracle_seed=0):
-    """Median wall time of ``repeats`` full runs (fresh env and agent each), and the last run's outputs."""
+    """Median wall time of ``repeats`` full runs (fresh env and agent each), and the last run's outputs. A spec of
+    Vowpal Wabbit (algo ``vw_squarecb`` / ``vw_regcb``) builds VW's agent instead (its own online learner; the
+    workspace is created before the clock starts and closed after it stops)."""
     times, out = [], None
     for _ in range(repeats):
         env = env_factory()
-        agent = make_agent(spec, env, oracle_kind, oracle_seed)
+        if spec["algo"] in ("vw_squarecb", "vw_regcb"):
+            from papers.opo_cmab.vw_baselines import make_vw_agent
+            agent = make_vw_agent(spec, env, seed=oracle_seed)
+        else:
+            agent = make_agent(spec, env, oracle_kind, oracle_seed)
         start = time.perf_counter()
         out = run_bandit(env, agent, n_rounds, run_seed)
         times.append(time.perf_counter() - start)
+        if hasattr(agent, "close"):
+            agent.close()
     return float(np.median(times)), out
 
 
 def performance(params: dict, ctx: RunContext):
-    """Rounds per second of OPO (numba replay) and of SquareCB on the same stream, shuffle and process (one
-    thread), their ratio, and OPO's time at K and 2K on the synthetic class (the replay is O(K^2 A)).
+    """Rounds per second of OPO (numba replay), of our SquareCB and of Vowpal Wabbit's SquareCB
+    (``--cb_explore_adf --squarecb``, same gamma_scale, VW's own online learner) on the same stream, shuffle,
+    action and loss draws, and process (one thread); the ratios SquareCB / OPO and VW / ours; and OPO's time at K
+    and 2K on the synthetic class (the replay is O(K^2 A)).
 
     metrics.json holds only deterministic facts (rounds, final PV of each run, sizes); times go to
-    ``timings.json`` and provenance.json. Vowpal Wabbit is not run here (optional, outside CI).
+    ``timings.json`` and provenance.json (``ctx.record``).
     """
+    import vowpalwabbit
+
     stream, repeats = params.get("stream", "digits"), int(params.get("repeats", 3))
     opo_spec = {"algo": "opo", "eta": float(params["opo_eta"]), "gamma": float(params["opo_gamma"])}
     scb_spec = {"algo": "squarecb", "gamma_scale": float(params["squarecb_gamma_scale"])}
+    vw_spec = {"algo": "vw_squarecb", "gamma_scale": float(params["squarecb_gamma_scale"])}
     shuffle_seed, run_seed = _seed(ctx, stream, "shuffle"), _seed(ctx, stream, "run")
     rows, timings, metrics = [], {}, {"stream": stream, "repeats": repeats}
     with threadpool_limits(1):
         warm = make_env("finite_class", 0, n_models=10, n_actions=3)
         run_bandit(warm, make_agent(opo_spec, warm, "finite_class", 0), 20, 0)  # load the compiled replay
         n = make_env(stream, shuffle_seed).n_rounds
-        for fam, spec in (("opo", opo_spec), ("squarecb", scb_spec)):
+        for fam, spec in (("opo", opo_spec), ("squarecb", scb_spec), ("vw_squarecb", vw_spec)):
             wall, out = _timed_run(lambda: make_env(stream, shuffle_seed), spec, "ridge", n, run_seed, repeats)
             timings[f"{stream}_{fam}_seconds"] = wall
             timings[f"{stream}_{fam}_rounds_per_second"] = n / wall
@@ -563,8 +612,11 @@ def performance(params: dict, ctx: RunContext):
         metrics["rounds"] = n
         timings["ratio_squarecb_over_opo_rounds_per_second"] = (timings[f"{stream}_squarecb_rounds_per_second"]
                                                                  / timings[f"{stream}_opo_rounds_per_second"])
+        timings["ratio_vw_squarecb_over_squarecb_rounds_per_second"] = (
+            timings[f"{stream}_vw_squarecb_rounds_per_second"] / timings[f"{stream}_squarecb_rounds_per_second"])
         ctx.log(f"{stream}: OPO {timings[f'{stream}_opo_rounds_per_second']:.0f} rounds/s, SquareCB "
-                f"{timings[f'{stream}_squarecb_rounds_per_second']:.0f} rounds/s")
+                f"{timings[f'{stream}_squarecb_rounds_per_second']:.0f} rounds/s, VW SquareCB "
+                f"{timings[f'{stream}_vw_squarecb_rounds_per_second']:.0f} rounds/s")
         syn = params["synthetic"]
         Ks = [int(k) for k in syn["K"]]
         env_seed = _seed(ctx, "synthetic_scaling")
@@ -577,11 +629,9 @@ def performance(params: dict, ctx: RunContext):
         timings["synthetic_time_ratio"] = timings[f"synthetic_opo_K{Ks[-1]}_seconds"] / timings[
             f"synthetic_opo_K{Ks[0]}_seconds"]
         metrics["synthetic_K"] = Ks
-    try:
-        import vowpalwabbit  # noqa: F401
-        timings["vowpalwabbit"] = "installed, not run (optional comparison outside CI)"
-    except ImportError:
-        timings["vowpalwabbit"] = "not installed: our SquareCB is the comparison"
+    from papers.opo_cmab.vw_baselines import vw_arguments
+    timings["vowpalwabbit"] = (f"vowpalwabbit {vowpalwabbit.__version__}: "
+                               f"{vw_arguments('vw_squarecb', gamma_scale=vw_spec['gamma_scale'])}")
     write_metrics(timings, ctx.out_dir / "timings.json")
     ctx.record(timings=timings)
     return rows, {"performance": metrics}

@@ -17,11 +17,12 @@ from shared.results import atomic_path, atomic_write_text, markdown_table, read_
 __all__ = ["make_figures", "LABELS"]
 
 FAMILIES = ("opo", "squarecb", "falcon", "greedy", "eps_greedy", "uniform", "supervised", "opo_theory", "regcb",
-            "adacb")
+            "adacb", "vw_squarecb", "vw_regcb")
 LABELS = {"opo": "OPO-CMAB (tuned)", "squarecb": "SquareCB (tuned)", "falcon": "FALCON (tuned)", "greedy": "greedy",
           "regcb": "RegCB-opt (tuned)", "adacb": "AdaCB core: elim + IGW (tuned)",
           "eps_greedy": "eps-greedy (0.05)", "uniform": "uniform", "supervised": "supervised (full info)",
-          "opo_theory": "OPO (theory tuning)"}
+          "opo_theory": "OPO (theory tuning)", "vw_squarecb": "VW --squarecb (tuned)",
+          "vw_regcb": "VW --regcb --regcbopt (tuned)"}
 COLORS = method_colors(FAMILIES)
 
 
@@ -33,7 +34,7 @@ def _write_csv(frame: pd.DataFrame, path: Path) -> None:
 EVAL_CURVES = (("opo_tuned", "opo"), ("opo_tuned_nobonus", "opo_nobonus"), ("opo_theory", "opo_theory"),
                ("squarecb_tuned", "squarecb"), ("falcon_tuned", "falcon"), ("regcb_tuned", "regcb"),
                ("adacb_tuned", "adacb"), ("greedy", "greedy"), ("uniform", "uniform"))
-STREAM_CURVES = ("opo", "squarecb", "regcb", "adacb", "eps_greedy", "uniform", "supervised")
+STREAM_CURVES = ("opo", "squarecb", "regcb", "adacb", "vw_squarecb", "vw_regcb", "eps_greedy", "uniform", "supervised")
 
 
 def _band(curves, key: str, stride: int = 1):
@@ -190,9 +191,11 @@ def _pv_table(results: Path, out: Path) -> None:
     for name, d in metrics["streams"].items():
         row = {"stream": name, "n": d["n"], "supervised_pv": d["pv"]["supervised"]}
         row.update({f"{fam}_minus_supervised": d["pv_minus_supervised"][fam]
-                    for fam in ("opo", "squarecb", "regcb", "adacb", "eps_greedy", "uniform")
+                    for fam in ("opo", "squarecb", "regcb", "adacb", "vw_squarecb", "vw_regcb", "eps_greedy",
+                                "uniform")
                     if fam in d["pv_minus_supervised"]})
-        row.update({f"{fam}_tuned": d["tuned"][fam] for fam in ("opo", "squarecb", "regcb", "adacb")
+        row.update({f"{fam}_tuned": d["tuned"][fam]
+                    for fam in ("opo", "squarecb", "regcb", "adacb", "vw_squarecb", "vw_regcb")
                     if fam in d["tuned"]})
         rows.append(row)
     _write_csv(pd.DataFrame(rows), out / "pv_table.csv")
@@ -230,13 +233,20 @@ def _performance_table(results: Path, out: Path) -> None:
         ("OPO-CMAB", "numba replay, O(t A) per round", t[f"{s}_opo_rounds_per_second"], f"{m['opo_final_pv']:.4f}"),
         ("SquareCB", "ours (numpy), O(A d^2) per round", t[f"{s}_squarecb_rounds_per_second"],
          f"{m['squarecb_final_pv']:.4f}"),
-    ], columns=["algorithm", "implementation", "rounds/s", "final PV"])
+    ] + ([("SquareCB (Vowpal Wabbit)", "VW's --cb_explore_adf --squarecb, its online learner, through its Python "
+           "bindings (text examples)", t[f"{s}_vw_squarecb_rounds_per_second"], f"{m['vw_squarecb_final_pv']:.4f}")]
+         if "vw_squarecb_final_pv" in m else []), columns=["algorithm", "implementation", "rounds/s", "final PV"])
     path = out / "performance_table.md"
     table = markdown_table(
         frame, floatfmt=".4g",
         title=f"Rounds per second on the {s} stream ({m['rounds']} rounds, same shuffle, one process, one thread)")
+    vw = (f"Ratio VW SquareCB / our SquareCB rounds per second: "
+          f"**{t['ratio_vw_squarecb_over_squarecb_rounds_per_second']:.3g}** (same stream, shuffle, gamma_scale, "
+          f"action and loss draws; VW learns by online gradient steps, ours updates per-action ridge by "
+          f"Sherman-Morrison). "
+          if "ratio_vw_squarecb_over_squarecb_rounds_per_second" in t else "")
     notes = [f"Ratio SquareCB / OPO rounds per second: **{t['ratio_squarecb_over_opo_rounds_per_second']:.3g}**. "
-             f"Vowpal Wabbit: {t['vowpalwabbit']}.",
+             f"{vw}Vowpal Wabbit as run: {t['vowpalwabbit']}.",
              f"OPO on the synthetic class: {per_k}"
              f" (time ratio {t['synthetic_time_ratio']:.3g} for a {Ks[-1] / Ks[0]:g}x longer horizon; the replay is "
              f"O(K^2 A), so the ratio tends to {(Ks[-1] / Ks[0]) ** 2:g} as the replay dominates).",
