@@ -333,11 +333,12 @@ def k_misspecified(params: dict, ctx: RunContext):
     Metrics (for DRO, and under ``control.random_affinity`` for the uninformative affinity):
     ``by_K.<K>.{mean_acc, se_acc, mean_ami, acc_list}``; the chance-corrected curve ``ari_by_K.<K>.{mean, se,
     by_seed}`` (adjusted Rand index, Hubert & Arabie 1985); ``peak_margin_by_seed`` = per seed ARI(K_true) -
-    max over the K_test outside the band ``peak_band`` * K_true of ARI(K_test); ``ari_argmax_K_by_seed`` and
+    max over the K_test outside the band ``peak_band`` * K_true of ARI(K_test); ``band_margin_by_seed`` = per seed
+    max ARI over the band - max ARI off the band; ``ari_argmax_K_by_seed`` and
     ``ari_argmax_in_band_by_seed`` (1 when the seed's ARI argmax lies in the band); ``drop_by_seed`` = per seed
     acc(K_true) - acc(round(0.4 K_true)). The former statistic ``argmax_K`` and ``peak_ratio`` = argmax over K_test
     of the mean accuracy / K_true is kept. At the main configuration ``main_config`` repeats peak_margin_by_seed,
-    peak_ratio and drop_by_seed (null elsewhere).
+    band_margin_by_seed, peak_ratio and drop_by_seed (null elsewhere).
     """
     ref = _reference(params, ctx)
     K_true = int(params["K"])
@@ -355,7 +356,7 @@ def k_misspecified(params: dict, ctx: RunContext):
                                                           "control_random_affinity")}
     main = _is_main(params)
     metrics["main_config"] = {key: (metrics.get(key) if main else None)
-                              for key in ("peak_margin_by_seed", "peak_ratio", "drop_by_seed")}
+                              for key in ("peak_margin_by_seed", "band_margin_by_seed", "peak_ratio", "drop_by_seed")}
     return rows, metrics
 
 
@@ -378,6 +379,15 @@ def peak_margin(scores: dict, K_true: int, band) -> float:
     if K_true not in scores or not off:
         raise ValueError("peak_margin needs the score at K_true and at least one K_test off the band")
     return float(scores[K_true] - max(off))
+
+
+def band_margin(scores: dict, band) -> float:
+    """max of score(k) over the k in ``band`` - max over the k outside it: > 0 when the curve peaks inside the band."""
+    inside = [v for k, v in scores.items() if k in band]
+    off = [v for k, v in scores.items() if k not in band]
+    if not inside or not off:
+        raise ValueError("band_margin needs a score inside the band and one outside it")
+    return float(max(inside) - max(off))
 
 
 def _k_curve(params, affinities, K_true, K_tests, band, rows, method) -> dict:
@@ -408,13 +418,15 @@ def _k_curve(params, affinities, K_true, K_tests, band, rows, method) -> dict:
         acc_all[k], ari_all[k] = acc, ari
     seeds = list(affinities)
     margins = [peak_margin({k: ari_all[k][s] for k in K_tests}, K_true, band) for s in seeds]
+    band_margins = [band_margin({k: ari_all[k][s] for k in K_tests}, band) for s in seeds]
     argmax_by_seed = [max(K_tests, key=lambda k: (ari_all[k][s], -abs(k - K_true))) for s in seeds]
     means = {k: by_K[str(k)]["mean_acc"] for k in K_tests}
     argmax = max(means, key=lambda k: (means[k], -abs(k - K_true)))
     out = {"by_K": by_K,
            "ari_by_K": {str(k): {**_summary(ari_all[k].values()), "by_seed": list(ari_all[k].values())}
                         for k in K_tests},
-           "peak_margin_by_seed": margins, "ari_argmax_K_by_seed": [int(k) for k in argmax_by_seed],
+           "peak_margin_by_seed": margins, "band_margin_by_seed": band_margins,
+           "ari_argmax_K_by_seed": [int(k) for k in argmax_by_seed],
            "ari_argmax_in_band_by_seed": [int(k in band) for k in argmax_by_seed],
            "argmax_K": int(argmax), "peak_ratio": argmax / K_true}
     low = int(round(0.4 * K_true))
