@@ -131,7 +131,7 @@ def _k_figure(results: Path, out: Path, full: bool) -> None:
 
 def _pecok_table(results: Path, out: Path) -> None:
     m = read_metrics(results / "pecok_baseline" / "metrics.json")
-    t = read_metrics(results / "pecok_baseline" / "timings.json")["cpu_s_by_seed"]
+    t = read_metrics(results / "pecok_baseline" / "provenance.json")["cpu_s_by_seed"]
     c = m["config"]
     paired = m["diff"]["dro_minus_pecok"]["by_seed"]
     rows = []
