@@ -10,7 +10,8 @@ from papers.dro_varclust.data import check_design, normalize_design
 __all__ = ["LASSO_GRID", "kmeans_variables", "corr_spectral", "ridge_coefficients", "ridge_nodewise",
            "lasso_coefficients", "lasso_cv_nodewise", "ssc_omp_coefficients", "ssc_omp", "ensc_coefficients", "ensc",
            "ssc_lambda_z", "ssc_admm_coefficients", "ssc_admm", "lrr_coefficients", "lrr",
-           "cord_matrix", "cord_acc", "mfc", "kmedoids_corr", "BASELINES"]
+           "cord_matrix", "cord_acc", "mfc", "kmedoids_corr", "pecok_v_matrix", "pecok_gamma_hat",
+           "pecok_sdp", "pecok_coefficients", "pecok", "BASELINES"]
 
 LASSO_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 
@@ -384,6 +385,98 @@ def kmedoids_corr(X, K: int):
     D = 1.0 - np.corrcoef(X, rowvar=False) ** 2
     np.fill_diagonal(D, 0.0)
     return np.asarray(kmedoids.fasterpam(D, K, random_state=0).labels, dtype=int)
+
+
+def pecok_v_matrix(X, chunk: int = 2_000_000) -> np.ndarray:
+    r"""The dissimilarity V of PECOK's :math:`\hat\Gamma` (Bunea, Giraud, Royer & Verzelen, "PECOK: a convex
+    optimization approach to variable clustering", Ann. Statist. 2020; arXiv 1606.05100): for a != b,
+
+    .. math:: V(a, b) = \max_{c \ne d \in [p] \setminus \{a, b\}}
+              \frac{|\langle X_{:a} - X_{:b},\ X_{:c} - X_{:d}\rangle|}{\|X_{:c} - X_{:d}\|_2}
+
+    with 0/0 = 0 and :math:`X_{:a}` the a-th column (variable) of the n x p matrix X; V(a, a) = inf. Through
+    :math:`G = X^\top X`: the numerator is :math:`|M_{bc} - M_{bd}|` with :math:`M_{bc} = G_{ac} - G_{bc}`.
+    O(p^4) operations, vectorised over (b, c, d) in chunks of about ``chunk`` numbers. Needs p >= 4."""
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2 or not np.all(np.isfinite(X)):
+        raise ValueError(f"X must be a finite 2-D array (n, p), got shape {X.shape}")
+    p = X.shape[1]
+    if p < 4:
+        raise ValueError(f"PECOK's Gamma estimator needs p >= 4 variables, got {p}")
+    G = X.T @ X
+    dg = np.diag(G)
+    dist = np.sqrt(np.maximum(dg[:, None] + dg[None, :] - 2.0 * G, 0.0))
+    inv = np.divide(1.0, dist, out=np.zeros_like(dist), where=dist > 0)  # 0/0 = 0: a zero numerator goes with it
+    V = np.full((p, p), np.inf)
+    step = max(1, chunk // (p * p))
+    for a in range(p - 1):
+        inv_a = inv.copy()
+        inv_a[a, :] = inv_a[:, a] = 0.0  # c = a or d = a: excluded (every ratio is >= 0)
+        for start in range(a + 1, p, step):
+            bs = np.arange(start, min(p, start + step))
+            M = G[a][None, :] - G[bs]  # (len(bs), p): <X_a - X_b, X_c>
+            T = np.abs(M[:, :, None] - M[:, None, :]) * inv_a[None, :, :]
+            rows = np.arange(bs.size)
+            T[rows, bs, :] = 0.0  # c = b
+            T[rows, :, bs] = 0.0  # d = b
+            V[a, bs] = V[bs, a] = T.max(axis=(1, 2))
+    return V
+
+
+def pecok_gamma_hat(X) -> np.ndarray:
+    r"""Diagonal of PECOK's correction :math:`\hat\Gamma` (Bunea et al. 2020, the estimator of the noise
+    covariance Gamma):
+    :math:`\hat\Gamma_{aa} = \tfrac1n \langle X_{:a} - X_{:ne_1(a)},\ X_{:a} - X_{:ne_2(a)}\rangle` with
+    :math:`ne_1(a) = \arg\min_{b \ne a} V(a, b)` and :math:`ne_2(a) = \arg\min_{b \notin \{a, ne_1(a)\}} V(a, b)`
+    (:func:`pecok_v_matrix`; ties to the smaller index); :math:`\hat\Gamma_{ab} = 0` for a != b. It estimates the
+    diagonal of the noise covariance, the term that biases :math:`\hat\Sigma` in the K-means relaxation."""
+    X = np.asarray(X, dtype=float)
+    n = X.shape[0]
+    V = pecok_v_matrix(X)
+    order = np.argsort(V, axis=1, kind="stable")  # V(a, a) = inf comes last
+    ne1, ne2 = order[:, 0], order[:, 1]
+    return np.einsum("ia,ia->a", X - X[:, ne1], X - X[:, ne2]) / n
+
+
+def pecok_sdp(S, K: int, *, eps: float = 1e-6, max_iters: int = 100_000) -> np.ndarray:
+    r"""PECOK's semidefinite program (Bunea et al. 2020, the PECOK estimator):
+    :math:`\hat B = \arg\max_{B \in \mathcal C} \langle S, B\rangle`,
+    :math:`\mathcal C = \{B \succeq 0,\ B_{ab} \ge 0,\ B\mathbf 1 = \mathbf 1,\ \operatorname{tr} B = K\}`,
+    with :math:`S = \hat\Sigma - \hat\Gamma`. Solved by SCS through :func:`shared.solvers.solve` (first order:
+    eps_abs = eps_rel = ``eps``; Clarabel needed about 100 times longer at p = 100). For S = A C A^T with A the
+    membership matrix of K groups and C positive definite diagonal, the solution is the normalised membership
+    matrix :math:`B^*_{ab} = 1/|G_k|` for a, b in G_k (0 otherwise)."""
+    import cvxpy as cp
+
+    from shared.solvers import solve
+
+    S = np.asarray(S, dtype=float)
+    if S.ndim != 2 or S.shape[0] != S.shape[1] or not np.all(np.isfinite(S)):
+        raise ValueError(f"S must be a finite square matrix, got shape {S.shape}")
+    p = S.shape[0]
+    K = check_K(K, p)
+    S = (S + S.T) / 2.0
+    B = cp.Variable((p, p), PSD=True)
+    problem = cp.Problem(cp.Maximize(cp.sum(cp.multiply(S, B))),
+                         [B >= 0, cp.sum(B, axis=1) == 1, cp.trace(B) == K])
+    res = solve(problem, solver="SCS", accept_inaccurate=True, eps_abs=eps, eps_rel=eps, max_iters=max_iters)
+    if B.value is None:
+        raise RuntimeError(f"pecok_sdp: SCS returned status {res.status}")
+    return np.asarray(B.value)
+
+
+def pecok_coefficients(X, K: int, **sdp_options) -> np.ndarray:
+    r""":math:`\hat B` of PECOK on :math:`S = X^\top X / n - \hat\Gamma` (X normalised as for every method)."""
+    X, K = _prepare(X, K)
+    S = X.T @ X / X.shape[0] - np.diag(pecok_gamma_hat(X))
+    return pecok_sdp(S, K, **sdp_options)
+
+
+def pecok(X, K: int) -> np.ndarray:
+    """PECOK (Bunea, Giraud, Royer & Verzelen 2020) then the same spectral step as every method, on
+    |B_hat| + |B_hat|^T (B_hat is nonnegative up to the solver's tolerance)."""
+    X, K = _prepare(X, K)
+    return spectral_labels(affinity_from_coefficients(pecok_coefficients(X, K)), K)
 
 
 BASELINES = {"lasso_cv": lasso_cv_nodewise, "ridge": ridge_nodewise, "corr_spectral": corr_spectral,

@@ -25,7 +25,7 @@ from papers.dro_varclust.radius import dro_radius
 from papers.dro_varclust.solver import solve_dro_nodewise
 
 __all__ = ["EXPERIMENTS", "PUBLISHED", "synthetic_main", "alpha_ablation", "k_misspecified", "solver_check",
-           "performance", "main_probe", "rho_init_ablation", "scenario_sweeps", "digits"]
+           "performance", "main_probe", "rho_init_ablation", "pecok_baseline", "scenario_sweeps", "digits"]
 
 # Release result tables (main config, seeds 2021-2030; admm_paper solver). Anchors, not targets.
 PUBLISHED = {
@@ -330,44 +330,105 @@ def _radius_scaled_control(params, ref, scales, K, tol, rows, ctx) -> dict:
 def k_misspecified(params: dict, ctx: RunContext):
     """Spectral step with K_test clusters on the reference B (true K = ``K``).
 
-    Metrics: ``by_K.<K>.{mean_acc, se_acc, mean_ami}``, ``argmax_K``, ``peak_ratio`` = argmax_K / K_true,
-    ``drop`` = mean acc(K_true) - mean acc(round(0.4 K_true)) (with its paired ``drop_se``).
+    Metrics (for DRO, and under ``control.random_affinity`` for the uninformative affinity):
+    ``by_K.<K>.{mean_acc, se_acc, mean_ami, acc_list}``; the chance-corrected curve ``ari_by_K.<K>.{mean, se,
+    by_seed}`` (adjusted Rand index, Hubert & Arabie 1985); ``peak_margin_by_seed`` = per seed ARI(K_true) -
+    max over the K_test outside the band ``peak_band`` * K_true of ARI(K_test); ``band_margin_by_seed`` = per seed
+    max ARI over the band - max ARI off the band; ``ari_argmax_K_by_seed`` and
+    ``ari_argmax_in_band_by_seed`` (1 when the seed's ARI argmax lies in the band); ``drop_by_seed`` = per seed
+    acc(K_true) - acc(round(0.4 K_true)). The former statistic ``argmax_K`` and ``peak_ratio`` = argmax over K_test
+    of the mean accuracy / K_true is kept. At the main configuration ``main_config`` repeats peak_margin_by_seed,
+    band_margin_by_seed, peak_ratio and drop_by_seed (null elsewhere).
     """
     ref = _reference(params, ctx)
     K_true = int(params["K"])
     K_tests = [int(k) for k in params["K_test"]]
+    band = _peak_band(params, K_true, K_tests)
     affinities = {seed: affinity_from_coefficients(B) for seed, (_, B, _) in ref.items()}
     rows = []
-    metrics = {"K_true": K_true, "K_test": K_tests, **_k_curve(params, affinities, K_true, K_tests, rows, "dro")}
+    metrics = {"K_true": K_true, "K_test": K_tests, "peak_band_K": band,
+               **_k_curve(params, affinities, K_true, K_tests, band, rows, "dro")}
     if params.get("control_random_affinity", False):
         p = int(params["p"])
         random = {seed: affinity_from_coefficients(random_affinity_generator(seed).standard_normal((p, p)))
                   for seed in ref}
-        metrics["control"] = {"random_affinity": _k_curve(params, random, K_true, K_tests, rows,
+        metrics["control"] = {"random_affinity": _k_curve(params, random, K_true, K_tests, band, rows,
                                                           "control_random_affinity")}
     main = _is_main(params)
-    metrics["main_config"] = {"peak_ratio": metrics["peak_ratio"] if main else None,
-                              "drop_by_seed": metrics.get("drop_by_seed") if main else None}
+    metrics["main_config"] = {key: (metrics.get(key) if main else None)
+                              for key in ("peak_margin_by_seed", "band_margin_by_seed", "peak_ratio", "drop_by_seed")}
     return rows, metrics
 
 
-def _k_curve(params, affinities, K_true, K_tests, rows, method) -> dict:
-    """Accuracy of the spectral step with each K_test on the given affinities (one per seed): ``by_K``,
-    ``argmax_K``, ``peak_ratio`` = argmax_K / K_true (ties toward K_true), and ``drop`` = acc(K_true) -
-    acc(round(0.4 K_true)) with its per-seed list ``drop_by_seed``."""
-    by_K, acc_all = {}, {}
+def _peak_band(params: dict, K_true: int, K_tests: list) -> list:
+    """The K_test inside [lo K_true, hi K_true] for ``peak_band`` = [lo, hi] (default [0.75, 1.25]); K_true must be
+    one of them and at least one K_test must lie outside (ValueError otherwise)."""
+    lo, hi = (float(v) for v in params.get("peak_band", (0.75, 1.25)))
+    if not lo <= 1.0 <= hi:
+        raise ValueError(f"peak_band [{lo}, {hi}] must contain 1 (the true K)")
+    inside = [k for k in K_tests if lo * K_true <= k <= hi * K_true]
+    if K_true not in inside or len(inside) == len(K_tests):
+        raise ValueError(f"K_test {K_tests} must contain K = {K_true} and a value outside the band "
+                         f"[{lo}, {hi}] * K")
+    return inside
+
+
+def peak_margin(scores: dict, K_true: int, band) -> float:
+    """score(K_true) - max of score(k) over the k outside ``band``: > 0 when K_true beats every K_test off the band."""
+    off = [v for k, v in scores.items() if k not in band]
+    if K_true not in scores or not off:
+        raise ValueError("peak_margin needs the score at K_true and at least one K_test off the band")
+    return float(scores[K_true] - max(off))
+
+
+def band_margin(scores: dict, band) -> float:
+    """max of score(k) over the k in ``band`` - max over the k outside it: > 0 when the curve peaks inside the band."""
+    inside = [v for k, v in scores.items() if k in band]
+    off = [v for k, v in scores.items() if k not in band]
+    if not inside or not off:
+        raise ValueError("band_margin needs a score inside the band and one outside it")
+    return float(max(inside) - max(off))
+
+
+def _k_curve(params, affinities, K_true, K_tests, band, rows, method) -> dict:
+    """Scores of the spectral step with each K_test on the given affinities (one per seed).
+
+    Best-matching accuracy peaks at the true K even on an uninformative affinity, since a one-to-one matching
+    pairs at most min(K_test, K_true) clusters (fewer matched variables on either side of K_true); the adjusted
+    Rand index is corrected for chance (expected 0 under a random labelling with
+    the same cluster sizes), so its curve is flat on an uninformative affinity. Returns ``by_K`` (accuracy, AMI),
+    ``ari_by_K``, ``peak_margin_by_seed`` (:func:`peak_margin` of each seed's ARI curve), the per-seed ARI argmax,
+    the former ``argmax_K`` / ``peak_ratio`` (of the mean accuracy, ties toward K_true) and ``drop`` = acc(K_true)
+    - acc(round(0.4 K_true)) with its per-seed list ``drop_by_seed``."""
+    from sklearn.metrics import adjusted_rand_score
+
+    by_K, acc_all, ari_all = {}, {}, {}
     for k in K_tests:
-        acc, ami = {}, {}
+        acc, ami, ari = {}, {}, {}
         for seed, W in affinities.items():
             _, y = _data(params, seed)
-            sc = clustering_scores(y, spectral_labels(W, k))
+            labels = spectral_labels(W, k)
+            sc = clustering_scores(y, labels)
             acc[seed], ami[seed] = sc["accuracy"], sc["ami"]
+            ari[seed] = float(adjusted_rand_score(y, labels))
             _score_rows(rows, method, seed, sc, K_test=k)
+            rows.append({"method": method, "seed": int(seed), "step": 0, "metric": "ari", "value": ari[seed],
+                         "K_test": k})
         by_K[str(k)] = _method_block(acc, ami)
-        acc_all[k] = acc
+        acc_all[k], ari_all[k] = acc, ari
+    seeds = list(affinities)
+    margins = [peak_margin({k: ari_all[k][s] for k in K_tests}, K_true, band) for s in seeds]
+    band_margins = [band_margin({k: ari_all[k][s] for k in K_tests}, band) for s in seeds]
+    argmax_by_seed = [max(K_tests, key=lambda k: (ari_all[k][s], -abs(k - K_true))) for s in seeds]
     means = {k: by_K[str(k)]["mean_acc"] for k in K_tests}
     argmax = max(means, key=lambda k: (means[k], -abs(k - K_true)))
-    out = {"by_K": by_K, "argmax_K": int(argmax), "peak_ratio": argmax / K_true}
+    out = {"by_K": by_K,
+           "ari_by_K": {str(k): {**_summary(ari_all[k].values()), "by_seed": list(ari_all[k].values())}
+                        for k in K_tests},
+           "peak_margin_by_seed": margins, "band_margin_by_seed": band_margins,
+           "ari_argmax_K_by_seed": [int(k) for k in argmax_by_seed],
+           "ari_argmax_in_band_by_seed": [int(k in band) for k in argmax_by_seed],
+           "argmax_K": int(argmax), "peak_ratio": argmax / K_true}
     low = int(round(0.4 * K_true))
     if K_true in acc_all and low in acc_all:
         d = _paired_difference(acc_all[K_true], acc_all[low])
@@ -523,6 +584,60 @@ def main_probe(params: dict, ctx: RunContext):
     return rows, metrics
 
 
+# ------------------------------------------------------------------------------------------- pecok_baseline
+def pecok_baseline(params: dict, ctx: RunContext):
+    """PECOK (Bunea, Giraud, Royer & Verzelen 2020; :func:`baselines.pecok`) on synthetic_main's data (same
+    generator, seeds, normalisation and spectral step), paired per seed with synthetic_main's DRO accuracies.
+
+    It is an experiment of its own, not a method of synthetic_main, so that adding it leaves synthetic_main's
+    committed full run current. The DRO and random-affinity accuracies are read from
+    ``<reference_dir>/metrics.json`` (default: synthetic_main beside this output), which must hold every seed at the
+    same (n, p, K). Metrics: ``pecok.{mean_acc, se_acc, mean_ami, se_ami, acc_by_seed, acc_list, ami_list}``,
+    ``diff.dro_minus_pecok`` and ``control.random_affinity.minus_pecok`` (paired, ``by_seed``). With
+    ``timing_only`` (one timed solve at a size where the full comparison does not fit) the paired differences are
+    null and ``not_paired`` says why. CPU seconds of the Gamma estimate and of the SDP per seed go to timings.json.
+    """
+    from papers.dro_varclust.baselines import pecok_gamma_hat, pecok_sdp
+    from papers.dro_varclust.data import normalize_design
+    from shared.results import read_metrics
+
+    seeds, K = [int(s) for s in params["seeds"]], int(params["K"])
+    eps = float(params.get("eps", 1e-6))
+    acc, ami, rows, timings = {}, {}, [], {}
+    for seed in ctx.progress(seeds, total=len(seeds), what="seeds"):
+        X, y = _data(params, seed)
+        X = normalize_design(X)
+        start = time.process_time()
+        gamma = pecok_gamma_hat(X)
+        gamma_cpu = time.process_time() - start
+        start = time.process_time()
+        B = pecok_sdp(X.T @ X / X.shape[0] - np.diag(gamma), K, eps=eps)
+        sdp_cpu = time.process_time() - start
+        sc = _score(y, _labels_or_none(B, K))
+        acc[seed], ami[seed] = sc["accuracy"], sc["ami"]
+        timings[str(seed)] = {"gamma_cpu_s": gamma_cpu, "sdp_cpu_s": sdp_cpu}
+        _score_rows(rows, "pecok", seed, sc)
+        ctx.log(f"seed {seed}: PECOK accuracy {sc['accuracy']:.3f} (Gamma {gamma_cpu:.1f} s, SDP {sdp_cpu:.1f} s CPU)")
+    metrics = {"pecok": _method_block(acc, ami), "eps": eps,
+               "config": {k: int(params[k]) for k in ("n", "p", "K")} | {"seeds": seeds},
+               "diff": {"dro_minus_pecok": {"mean": None, "se": None, "by_seed": None}},
+               "control": {"random_affinity": {"minus_pecok": {"mean": None, "se": None, "by_seed": None}}}}
+    if params.get("timing_only", False):
+        metrics["not_paired"] = "timing_only: one timed PECOK solve; the paired comparison over seeds is not run"
+    else:
+        ref = read_metrics(Path(params.get("reference_dir", ctx.out_dir.parent / "synthetic_main")) / "metrics.json")
+        if (any(int(ref["config"][k]) != int(params[k]) for k in ("n", "p", "K"))
+                or not set(seeds) <= set(int(s) for s in ref["config"]["seeds"])):
+            raise ValueError(f"synthetic_main's metrics are for {ref['config']}, not for {metrics['config']}")
+        dro = {s: ref["dro"]["acc_by_seed"][str(s)] for s in seeds}
+        random = {s: ref["control"]["random_affinity"]["acc_by_seed"][str(s)] for s in seeds}
+        metrics["diff"]["dro_minus_pecok"] = _paired_difference(dro, acc)
+        metrics["control"]["random_affinity"]["minus_pecok"] = _paired_difference(random, acc)
+    write_metrics({"cpu_s_by_seed": timings}, ctx.out_dir / "timings.json")
+    ctx.record(cpu_s_by_seed=timings, solver="SCS")
+    return rows, metrics
+
+
 # ----------------------------------------------------------------------------------- full-scale experiments
 def rho_init_ablation(params: dict, ctx: RunContext):
     """Mean accuracy of DRO solved by ``method`` (admm_paper) for each rho_init; ``acc_range`` over the grid and
@@ -635,7 +750,7 @@ def digits(params: dict, ctx: RunContext):
 
 EXPERIMENTS = {"synthetic_main": synthetic_main, "alpha_ablation": alpha_ablation, "k_misspecified": k_misspecified,
                "solver_check": solver_check, "performance": performance, "main_probe": main_probe,
-               "rho_init_ablation": rho_init_ablation,
+               "rho_init_ablation": rho_init_ablation, "pecok_baseline": pecok_baseline,
                "scenario_sweeps": scenario_sweeps, "digits": digits}
 
 if __name__ == "__main__":
