@@ -1,8 +1,8 @@
 """ConflictDigits: a two-task digit set whose tasks compete for a narrow shared trunk, the FedMGDA+ baseline, and
 the multi-task metrics (Delta-m%, hypervolume, gradient conflict). Used by the experiment ``conflict_digits``.
 
-Data (``make_conflict_digits``): the draw of :func:`papers.dream.data.make_multidigits` (same pools and pairs for
-the same seed), composed on an 8 x (8 + shift) canvas: image a at columns 0..7, image b at columns shift..shift+7,
+Data (``make_conflict_digits``): the pair draw of MultiDigits, :func:`papers.dream.data.draw_pairs` (same pools and
+pairs for the same seed), composed on an 8 x (8 + shift) canvas: image a at columns 0..7, image b at columns shift..shift+7,
 the maximum where they overlap. shift = 4 is MultiDigits exactly (a unit test); a smaller shift overlaps the two
 digits more, so the trunk has to separate them. Tasks: digit of a, digit of b.
 
@@ -12,11 +12,12 @@ backward pass hand-written and batched over clients (as ``training.SharedTrunkML
 h1 = 100, h2 = 50; a unit test compares with autograd).
 
 Runner (``run_conflict``): the rounds of :func:`papers.dream.training.run_multidigits` for DREAM-R and the
-baselines, plus
+baselines (DREAM-R, its no-control-variate variant, FSMGDA and FedCMOO through the same function,
+:func:`papers.dream.training.multi_objective_round`), plus
 
 * ``fsmgda``: FSMGDA (Yang et al., NeurIPS 2023, Algorithm 1 with stochastic local gradients): per-task local SGD
   trajectories from x^t, the server averages the per-task updates over clients, solves the min-norm QP on them
-  and steps along the min-norm direction (the runner's ``fmgda`` branch on minibatches);
+  and steps along the min-norm direction (``multi_objective_round``'s ``fmgda`` branch on minibatches);
 * ``fedmgda_plus``: FedMGDA+ (Hu, Ma, Li, Chen, Xu, IEEE TNSE 2022, Algorithm 1). The objectives are the
   clients: client i runs K local SGD steps on its uniformly scalarised loss (1/M) sum_m f_{i,m} (FedAvg-LS's local
   steps) and returns g_i = x^t - y_i^K; the server normalises g_i <- g_i / ||g_i|| (``normalize``), solves
@@ -41,16 +42,18 @@ import torch
 import torch.nn.functional as F
 
 from shared import seeding
-from shared.fed import FLOAT32_BYTES, ByteLedger, draw_batch, partition_dirichlet, partition_iid, sample_clients
+from shared.fed import FLOAT32_BYTES, ByteLedger, partition_dirichlet, partition_iid, sample_clients
 
-from papers.dream.aggregation import correction_matrix, dream_weights
 from papers.dream.algorithms import check_common_args
-from papers.dream.data import _digits
+from papers.dream.data import _digits, draw_pairs
+from papers.dream.training import ControlVariates, client_samplers, multi_objective_round
 
 __all__ = ["CONFLICT_METHODS", "make_conflict_digits", "TrunkMLP", "project_capped_simplex", "fedmgda_plus_weights",
            "delta_m_percent", "trunk_cosine", "run_conflict"]
 
 CONFLICT_METHODS = ("dream", "dream_no_cv", "fsmgda", "fedcmoo", "fedavg_ls", "scaffold_ls", "fedmgda_plus")
+# methods whose round is training.multi_objective_round (FSMGDA is its ``fmgda`` branch on minibatches)
+_ROUND_NAME = {"dream": "dream", "dream_no_cv": "dream_no_cv", "fsmgda": "fmgda", "fedcmoo": "fedcmoo"}
 
 
 # ------------------------------------------------------------------------------------------------------ data
@@ -63,13 +66,7 @@ def make_conflict_digits(n_train_pairs: int = 6000, n_test_pairs: int = 2000, sh
     if n_train_pairs < 1 or n_test_pairs < 1:
         raise ValueError("n_train_pairs and n_test_pairs must be >= 1")
     images, labels = _digits()
-    rng = np.random.default_rng(data_seed)
-    perm = rng.permutation(images.shape[0])
-    train_pool, test_pool = perm[:1200], perm[1200:]
-    a_tr = rng.choice(train_pool, n_train_pairs)
-    b_tr = rng.choice(train_pool, n_train_pairs)
-    a_te = rng.choice(test_pool, n_test_pairs)
-    b_te = rng.choice(test_pool, n_test_pairs)
+    (a_tr, b_tr), (a_te, b_te) = draw_pairs(n_train_pairs, n_test_pairs, data_seed)
     width = 8 + int(shift)
 
     def build(a, b):
@@ -299,8 +296,7 @@ def run_conflict(method: str, *, rounds: int, n_clients: int = 50, dirichlet_alp
     x = model.theta0.clone()
     eta_l, eta_g, beta, alpha, K = float(lr_local), float(lr_global), float(momentum), float(cv_ema), int(local_steps)
     lam = w.copy() if method in ("fedavg_ls", "scaffold_ls", "fedmgda_plus") else np.full(M, 1.0 / M)
-    c_i = torch.zeros(n_clients, M, D)
-    c = torch.zeros(M, D)
+    cv = ControlVariates(n_clients, M, D)
     cs_i = torch.zeros(n_clients, D)
     cs = torch.zeros(D)
     ledger = ByteLedger()
@@ -313,72 +309,18 @@ def run_conflict(method: str, *, rounds: int, n_clients: int = 50, dirichlet_alp
 
     out = {"round": [], "test_accuracy": [], "test_loss": [], "weights": [], "cosine": [cosine_now(x)]}
     train_s = 0.0
-
-    def minibatches(clients):
-        idx = np.stack([draw_batch(parts[i], batch_size, client_rngs[i]) for i in clients])
-        return X_tr_t[idx], Y_tr_t[idx]
-
-    def probes(clients):
-        sel = [parts[i] if parts[i].size <= probe_batch else draw_batch(parts[i], probe_batch, client_rngs[i])
-               for i in clients]
-        P = max(s_.size for s_ in sel)
-        idx = np.zeros((len(sel), P), dtype=np.int64)
-        sw = torch.zeros(len(sel), P)
-        for r, s_ in enumerate(sel):
-            idx[r, :s_.size] = s_
-            sw[r, :s_.size] = 1.0 / s_.size
-        return X_tr_t[idx], Y_tr_t[idx], sw
-
+    minibatches, probes = client_samplers(parts, X_tr_t, Y_tr_t, client_rngs, batch_size, probe_batch)
+    round_kw = dict(minibatches=minibatches, probes=probes, batch_size=batch_size, local_steps=K, lr_local=eta_l,
+                    lr_global=eta_g, momentum=beta, cv_ema=alpha, rho=rho, correction=None)
     for t in range(int(rounds)):
         start = time.perf_counter()
         part = sample_clients(n_clients, S, server_rng)
-        n_p = part.size
-        sw_b = torch.full((n_p, batch_size), 1.0 / batch_size)
-        xs = x.unsqueeze(0).expand(n_p, D)
-        if method in ("dream", "dream_no_cv"):
-            om = torch.from_numpy(np.asarray(lam, dtype=np.float32)).expand(n_p, M)
-            corr = (torch.einsum("m,smd->sd", om[0], c.unsqueeze(0) - c_i[part]) if method == "dream"
-                    else torch.zeros(n_p, D))
-            y, v = xs.clone(), None
-            for k in range(K):
-                Xb, Yb = minibatches(part)
-                g = model.grads(y, Xb, Yb, om, sw_b) + corr
-                v = g if k == 0 else beta * v + (1.0 - beta) * g
-                y = y - eta_l * v
-            x_new = x + eta_g * (y - xs).mean(dim=0)
-            Xp, Yp, swp = probes(part)
-            probe = torch.stack([model.grads(xs, Xp, Yp, eye[m].expand(n_p, M), swp) for m in range(M)], dim=1)
-            dc = alpha * (probe - c_i[part])
-            c_i[part] += dc
-            c = c + dc.sum(dim=0) / n_clients
-            lam, _ = dream_weights(c.double().numpy(), None, rho)
-            cats = (("model.down", D), ("weights.down", M), ("control.down", M * D), ("model.up", D),
-                    ("control.up", M * D))
-        elif method == "fsmgda":
-            ys = x.unsqueeze(0).repeat(n_p * M, 1)
-            om = eye.repeat(n_p, 1)
-            sw_m = sw_b.repeat_interleave(M, dim=0)
-            for _ in range(K):
-                Xb, Yb = minibatches(part)
-                ys = ys - eta_l * model.grads(ys, Xb.repeat_interleave(M, dim=0), Yb.repeat_interleave(M, dim=0),
-                                              om, sw_m)
-            delta = (x.unsqueeze(0) - ys.view(n_p, M, D)).mean(dim=0) / (K * eta_l)
-            lam, dvec = dream_weights(delta.double().numpy(), None, rho)
-            x_new = x - eta_g * K * eta_l * torch.from_numpy(dvec.astype(np.float32))
-            cats = (("model.down", D), ("model.up", M * D))
-        elif method == "fedcmoo":
-            Xp, Yp, swp = probes(part)
-            jac = torch.stack([model.grads(xs, Xp, Yp, eye[m].expand(n_p, M), swp) for m in range(M)],
-                              dim=1).mean(dim=0).double().numpy()
-            lam, _ = dream_weights(jac, None, rho)
-            om = torch.from_numpy(np.asarray(lam, dtype=np.float32)).expand(n_p, M)
-            y = xs.clone()
-            for _ in range(K):
-                Xb, Yb = minibatches(part)
-                y = y - eta_l * model.grads(y, Xb, Yb, om, sw_b)
-            x_new = x + eta_g * (y - xs).mean(dim=0)
-            cats = (("model.down", D), ("weights.down", M), ("model.up", D), ("jacobian.up", M * D))
+        if method in _ROUND_NAME:
+            x_new, lam, cats = multi_objective_round(_ROUND_NAME[method], model, x, part, lam, cv, **round_kw)
         else:  # fedavg_ls / scaffold_ls / fedmgda_plus: local SGD on sum_m w_m f_{i,m}
+            n_p = part.size
+            sw_b = torch.full((n_p, batch_size), 1.0 / batch_size)
+            xs = x.unsqueeze(0).expand(n_p, D)
             om = w_t.expand(n_p, M)
             corr = (cs.unsqueeze(0) - cs_i[part]) if method == "scaffold_ls" else torch.zeros(n_p, D)
             y = xs.clone()

@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["make_multidigits", "compose_pair"]
+__all__ = ["make_multidigits", "compose_pair", "draw_pairs"]
 
 
 @lru_cache(maxsize=1)
@@ -30,19 +30,32 @@ def compose_pair(img_a: np.ndarray, img_b: np.ndarray) -> np.ndarray:
     return canvas.reshape(canvas.shape[:-2] + (96,))
 
 
+def draw_pairs(n_train_pairs: int, n_test_pairs: int, data_seed: int = 0):
+    """The pair draw of MultiDigits (and ConflictDigits): ((a_train, b_train), (a_test, b_test)), indices into the
+    1797 scikit-learn digits. rng = default_rng(data_seed); perm = rng.permutation(1797); train pool perm[:1200],
+    test pool perm[1200:]; then, in this order, a_train, b_train (``n_train_pairs`` each, with replacement from the
+    train pool) and a_test, b_test (``n_test_pairs`` each from the test pool)."""
+    for name, v in (("n_train_pairs", n_train_pairs), ("n_test_pairs", n_test_pairs)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+    n_images = _digits()[0].shape[0]
+    rng = np.random.default_rng(data_seed)
+    perm = rng.permutation(n_images)
+    train_pool, test_pool = perm[:1200], perm[1200:]
+    a_tr = rng.choice(train_pool, n_train_pairs)
+    b_tr = rng.choice(train_pool, n_train_pairs)
+    a_te = rng.choice(test_pool, n_test_pairs)
+    b_te = rng.choice(test_pool, n_test_pairs)
+    return (a_tr, b_tr), (a_te, b_te)
+
+
 @lru_cache(maxsize=4)
 def make_multidigits(n_train_pairs: int = 6000, n_test_pairs: int = 2000, data_seed: int = 0):
     """(X_train (n, 96) float32, Y_train (n, 3) int64, X_test, Y_test); Y columns: digit a, digit b, parity."""
     if n_train_pairs < 1 or n_test_pairs < 1:
         raise ValueError("n_train_pairs and n_test_pairs must be >= 1")
     images, labels = _digits()
-    rng = np.random.default_rng(data_seed)
-    perm = rng.permutation(images.shape[0])
-    train_pool, test_pool = perm[:1200], perm[1200:]
-    a_tr = rng.choice(train_pool, n_train_pairs)
-    b_tr = rng.choice(train_pool, n_train_pairs)
-    a_te = rng.choice(test_pool, n_test_pairs)
-    b_te = rng.choice(test_pool, n_test_pairs)
+    (a_tr, b_tr), (a_te, b_te) = draw_pairs(n_train_pairs, n_test_pairs, data_seed)
 
     def build(a, b):
         X = compose_pair(images[a], images[b]).astype(np.float32)

@@ -5,7 +5,9 @@ for the parity task); torch's default init under ``torch.manual_seed(seed)``. Al
 flat float32 vector theta (layer order, each weight (out, in) row-major, then its bias), so model updates,
 control variates and per-task gradients are plain vectors (a head unused by a task gets a zero gradient).
 The round loop is the one of :mod:`papers.dream.algorithms`; local steps are SGD on minibatches, the
-control-variate probe uses its own minibatch (``probe_batch`` samples, all local ones if fewer) at x^t.
+control-variate probe uses its own minibatch (``probe_batch`` samples, all local ones if fewer) at x^t. The rounds of
+DREAM-R, DREAM-R without control variates, FMGDA and FedCMOO are :func:`multi_objective_round`, shared with the
+ConflictDigits runner (:mod:`papers.dream.conflict`).
 FedCMOO (without compression) probes the per-task gradients at x^t the same way, the server averages them over
 the participating clients and solves the weight QP on that Jacobian, then the clients take K plain SGD steps
 on the weighted loss.
@@ -25,7 +27,8 @@ from papers.dream.aggregation import correction_matrix, dream_weights
 from papers.dream.algorithms import check_common_args
 from papers.dream.data import make_multidigits
 
-__all__ = ["MD_METHODS", "SharedTrunkMLP", "run_multidigits"]
+__all__ = ["MD_METHODS", "ROUND_METHODS", "SharedTrunkMLP", "ControlVariates", "client_samplers",
+           "multi_objective_round", "run_multidigits"]
 
 MD_METHODS = ("dream", "dream_no_cv", "fmgda", "fedcmoo", "fedavg_ls", "scaffold_ls")
 
@@ -104,6 +107,127 @@ class SharedTrunkMLP:
         return torch.cat([g.reshape(S, -1) for g in [gW1, gb1, gW2, gb2, *head_grads]], dim=1)
 
 
+ROUND_METHODS = ("dream", "dream_no_cv", "fmgda", "fedcmoo")
+
+
+class ControlVariates:
+    """DREAM-R's control variates: ``client`` c_i (n_clients, M, D), one per-task gradient estimate per client, and
+    ``server`` c = (1/N) sum_i c_i (M, D); all zero at the start."""
+
+    def __init__(self, n_clients: int, n_tasks: int, dim: int, dtype=torch.float32):
+        self.client = torch.zeros(n_clients, n_tasks, dim, dtype=dtype)
+        self.server = torch.zeros(n_tasks, dim, dtype=dtype)
+
+
+def client_samplers(parts, X, Y, client_rngs, batch_size: int, probe_batch: int):
+    """(minibatches, probes) for the clients' local data ``parts`` (index arrays into X, Y), drawing from
+    ``client_rngs[i]``: ``minibatches(clients)`` = (X, Y) of one minibatch of ``batch_size`` per client (S, B, ...);
+    ``probes(clients)`` = (X, Y, sw) of one probe minibatch per client (``probe_batch`` samples, all local ones if
+    fewer), padded to a common length with per-sample weights 1/n_i (0 on padding)."""
+    def minibatches(clients):
+        idx = np.stack([draw_batch(parts[i], batch_size, client_rngs[i]) for i in clients])
+        return X[idx], Y[idx]
+
+    def probes(clients):
+        sel = [parts[i] if parts[i].size <= probe_batch else draw_batch(parts[i], probe_batch, client_rngs[i])
+               for i in clients]
+        P = max(s_.size for s_ in sel)
+        idx = np.zeros((len(sel), P), dtype=np.int64)
+        sw = torch.zeros(len(sel), P)
+        for r, s_ in enumerate(sel):
+            idx[r, :s_.size] = s_
+            sw[r, :s_.size] = 1.0 / s_.size
+        return X[idx], Y[idx], sw
+
+    return minibatches, probes
+
+
+def multi_objective_round(method: str, model, x, part, lam, cv: ControlVariates, *, minibatches, probes,
+                          batch_size: int, local_steps: int, lr_local: float, lr_global: float, momentum: float,
+                          cv_ema: float, rho: float, correction=None):
+    """One round of DREAM-R (``dream``), DREAM-R without control variates (``dream_no_cv``), FMGDA / FSMGDA
+    (``fmgda``) or FedCMOO (``fedcmoo``) for the participating clients ``part`` (S of them) at the global model x
+    (D,), with the task weights ``lam`` of the previous round. ``model.grads(theta, X, Y, omega, sw)`` gives the
+    gradients of the omega-weighted minibatch losses; ``minibatches`` / ``probes`` are :func:`client_samplers`.
+    A = ``correction_matrix(., correction)`` (identity for None), N = number of clients (rows of ``cv.client``),
+    eta_l, eta_g, beta, alpha, K = ``lr_local``, ``lr_global``, ``momentum``, ``cv_ema``, ``local_steps``.
+
+    * dream / dream_no_cv: omega = A(c) lam; client i starts at y = x and for k = 0..K-1 takes
+      g = grad sum_m omega_m f_{i,m}(y; B_k) + sum_m omega_m (c_m - c_{i,m}) (the correction is 0 for dream_no_cv),
+      v = g (k = 0), v = beta v + (1 - beta) g (k > 0), y <- y - eta_l v; x+ = x + eta_g mean_i (y_i - x); then
+      p_{i,m} = grad f_{i,m}(x; probe), c_{i,m} <- c_{i,m} + alpha (p_{i,m} - c_{i,m}), c <- c + (1/N) sum_i of
+      those changes, and lam+ = argmin_{lam in simplex} ||A^T c^T lam||^2 + rho ||lam||^2 (``dream_weights``).
+      The control variates are updated for both variants (dream_no_cv does not use them).
+    * fmgda: per client and task m, K plain SGD steps on f_{i,m} alone from x (the same minibatch for all tasks
+      of a client) to y_{i,m}; Delta_m = mean_i (x - y_{i,m}) / (K eta_l); (lam+, d) = ``dream_weights``(Delta);
+      x+ = x - eta_g K eta_l d.
+    * fedcmoo: J = mean_i [grad f_{i,m}(x; probe)]_m; lam+ = ``dream_weights``(J); omega = A(J) lam+; K plain SGD
+      steps on sum_m omega_m f_{i,m} from x; x+ = x + eta_g mean_i (y_i - x).
+
+    Order of the clients' random draws: dream: K minibatches then the probe; fmgda: K minibatches; fedcmoo: the
+    probe then K minibatches. Vectors keep x's dtype (weights computed in float64 are rounded to it).
+    Returns (x+, lam+, cats) with cats the (ledger category, floats per client) pairs of the round's messages;
+    ``cv`` is updated in place (dream variants).
+    """
+    if method not in ROUND_METHODS:
+        raise ValueError(f"method must be one of {list(ROUND_METHODS)}, got {method!r}")
+    M, D = cv.server.shape
+    n_clients = cv.client.shape[0]
+    dt = x.dtype
+    eta_l, eta_g, beta, alpha, K = float(lr_local), float(lr_global), float(momentum), float(cv_ema), int(local_steps)
+    n_p = part.size
+    sw_b = torch.full((n_p, batch_size), 1.0 / batch_size, dtype=dt)
+    xs = x.unsqueeze(0).expand(n_p, D)
+    eye = torch.eye(M, dtype=dt)
+    if method in ("dream", "dream_no_cv"):
+        c = cv.server
+        omega = correction_matrix(c.double().numpy(), correction) @ lam
+        om = torch.from_numpy(omega).to(dt).expand(n_p, M)
+        corr = (torch.einsum("m,smd->sd", om[0], c.unsqueeze(0) - cv.client[part]) if method == "dream"
+                else torch.zeros(n_p, D, dtype=dt))
+        y, v = xs.clone(), None
+        for k in range(K):
+            Xb, Yb = minibatches(part)
+            g = model.grads(y, Xb, Yb, om, sw_b) + corr
+            v = g if k == 0 else beta * v + (1.0 - beta) * g
+            y = y - eta_l * v
+        x_new = x + eta_g * (y - xs).mean(dim=0)
+        Xp, Yp, swp = probes(part)
+        probe = torch.stack([model.grads(xs, Xp, Yp, eye[m].expand(n_p, M), swp) for m in range(M)], dim=1)
+        dc = alpha * (probe - cv.client[part])
+        cv.client[part] += dc
+        cv.server = c + dc.sum(dim=0) / n_clients
+        lam, _ = dream_weights(cv.server.double().numpy(), correction, rho)
+        cats = (("model.down", D), ("weights.down", M), ("control.down", M * D), ("model.up", D),
+                ("control.up", M * D))
+    elif method == "fmgda":
+        ys = x.unsqueeze(0).repeat(n_p * M, 1)
+        om = eye.repeat(n_p, 1)
+        sw_m = sw_b.repeat_interleave(M, dim=0)
+        for _ in range(K):
+            Xb, Yb = minibatches(part)
+            ys = ys - eta_l * model.grads(ys, Xb.repeat_interleave(M, dim=0), Yb.repeat_interleave(M, dim=0),
+                                          om, sw_m)
+        delta = (x.unsqueeze(0) - ys.view(n_p, M, D)).mean(dim=0) / (K * eta_l)
+        lam, dvec = dream_weights(delta.double().numpy(), correction, rho)
+        x_new = x - eta_g * K * eta_l * torch.from_numpy(dvec).to(dt)
+        cats = (("model.down", D), ("model.up", M * D))
+    else:  # fedcmoo
+        Xp, Yp, swp = probes(part)
+        jac = torch.stack([model.grads(xs, Xp, Yp, eye[m].expand(n_p, M), swp) for m in range(M)],
+                          dim=1).mean(dim=0).double().numpy()
+        lam, _ = dream_weights(jac, correction, rho)
+        omega = correction_matrix(jac, correction) @ lam
+        om = torch.from_numpy(omega).to(dt).expand(n_p, M)
+        y = xs.clone()
+        for _ in range(K):
+            Xb, Yb = minibatches(part)
+            y = y - eta_l * model.grads(y, Xb, Yb, om, sw_b)
+        x_new = x + eta_g * (y - xs).mean(dim=0)
+        cats = (("model.down", D), ("weights.down", M), ("model.up", D), ("jacobian.up", M * D))
+    return x_new, lam, cats
+
+
 def _evaluate(model, theta, X, Y):
     """Test accuracy (percent) and mean cross-entropy of each task."""
     with torch.no_grad():
@@ -158,84 +282,25 @@ def run_multidigits(method: str, *, rounds: int, n_clients: int = 10, dirichlet_
     x = model.theta0.clone()
     eta_l, eta_g, beta, alpha, K = float(lr_local), float(lr_global), float(momentum), float(cv_ema), int(local_steps)
     lam = w.copy() if method in ("fedavg_ls", "scaffold_ls") else np.full(M, 1.0 / M)
-    c_i = torch.zeros(n_clients, M, D)
-    c = torch.zeros(M, D)
+    cv = ControlVariates(n_clients, M, D)
     cs_i = torch.zeros(n_clients, D)
     cs = torch.zeros(D)
     ledger = ByteLedger()
     out = {"round": [], "test_accuracy": [], "test_loss": [], "weights": [], "bytes_up": []}
     train_s = 0.0
-
-    def minibatches(clients):
-        idx = np.stack([draw_batch(parts[i], batch_size, client_rngs[i]) for i in clients])
-        return X_tr_t[idx], Y_tr_t[idx]
-
-    def probes(clients):
-        """Probe minibatches, padded to a common length with per-sample weights 1/n_i (0 on padding)."""
-        sel = [parts[i] if parts[i].size <= probe_batch else draw_batch(parts[i], probe_batch, client_rngs[i])
-               for i in clients]
-        P = max(s_.size for s_ in sel)
-        idx = np.zeros((len(sel), P), dtype=np.int64)
-        sw = torch.zeros(len(sel), P)
-        for r, s_ in enumerate(sel):
-            idx[r, :s_.size] = s_
-            sw[r, :s_.size] = 1.0 / s_.size
-        return X_tr_t[idx], Y_tr_t[idx], sw
-
-    eye = torch.eye(M)
+    minibatches, probes = client_samplers(parts, X_tr_t, Y_tr_t, client_rngs, batch_size, probe_batch)
+    round_kw = dict(minibatches=minibatches, probes=probes, batch_size=batch_size, local_steps=K, lr_local=eta_l,
+                    lr_global=eta_g, momentum=beta, cv_ema=alpha, rho=rho, correction=correction)
     w_t = torch.from_numpy(w.astype(np.float32))
     for t in range(int(rounds)):
         start = time.perf_counter()
         part = sample_clients(n_clients, S, server_rng)
-        n_p = part.size
-        sw_b = torch.full((n_p, batch_size), 1.0 / batch_size)
-        xs = x.unsqueeze(0).expand(n_p, D)
-        if method in ("dream", "dream_no_cv"):
-            omega = correction_matrix(c.double().numpy(), correction) @ lam
-            om = torch.from_numpy(omega.astype(np.float32)).expand(n_p, M)
-            corr = (torch.einsum("m,smd->sd", om[0], c.unsqueeze(0) - c_i[part]) if method == "dream"
-                    else torch.zeros(n_p, D))
-            y, v = xs.clone(), None
-            for k in range(K):
-                Xb, Yb = minibatches(part)
-                g = model.grads(y, Xb, Yb, om, sw_b) + corr
-                v = g if k == 0 else beta * v + (1.0 - beta) * g
-                y = y - eta_l * v
-            x_new = x + eta_g * (y - xs).mean(dim=0)
-            Xp, Yp, swp = probes(part)
-            probe = torch.stack([model.grads(xs, Xp, Yp, eye[m].expand(n_p, M), swp) for m in range(M)], dim=1)
-            dc = alpha * (probe - c_i[part])
-            c_i[part] += dc
-            c = c + dc.sum(dim=0) / n_clients
-            lam, _ = dream_weights(c.double().numpy(), correction, rho)
-            cats = (("model.down", D), ("weights.down", M), ("control.down", M * D), ("model.up", D),
-                    ("control.up", M * D))
-        elif method == "fmgda":
-            ys = x.unsqueeze(0).repeat(n_p * M, 1)
-            om = eye.repeat(n_p, 1)
-            sw_m = sw_b.repeat_interleave(M, dim=0)
-            for _ in range(K):
-                Xb, Yb = minibatches(part)
-                ys = ys - eta_l * model.grads(ys, Xb.repeat_interleave(M, dim=0), Yb.repeat_interleave(M, dim=0),
-                                              om, sw_m)
-            delta = (x.unsqueeze(0) - ys.view(n_p, M, D)).mean(dim=0) / (K * eta_l)
-            lam, dvec = dream_weights(delta.double().numpy(), correction, rho)
-            x_new = x - eta_g * K * eta_l * torch.from_numpy(dvec.astype(np.float32))
-            cats = (("model.down", D), ("model.up", M * D))
-        elif method == "fedcmoo":
-            Xp, Yp, swp = probes(part)
-            jac = torch.stack([model.grads(xs, Xp, Yp, eye[m].expand(n_p, M), swp) for m in range(M)],
-                              dim=1).mean(dim=0).double().numpy()
-            lam, _ = dream_weights(jac, correction, rho)
-            omega = correction_matrix(jac, correction) @ lam
-            om = torch.from_numpy(omega.astype(np.float32)).expand(n_p, M)
-            y = xs.clone()
-            for _ in range(K):
-                Xb, Yb = minibatches(part)
-                y = y - eta_l * model.grads(y, Xb, Yb, om, sw_b)
-            x_new = x + eta_g * (y - xs).mean(dim=0)
-            cats = (("model.down", D), ("weights.down", M), ("model.up", D), ("jacobian.up", M * D))
+        if method in ROUND_METHODS:
+            x_new, lam, cats = multi_objective_round(method, model, x, part, lam, cv, **round_kw)
         else:  # fedavg_ls / scaffold_ls on sum_m w_m f_{i,m}
+            n_p = part.size
+            sw_b = torch.full((n_p, batch_size), 1.0 / batch_size)
+            xs = x.unsqueeze(0).expand(n_p, D)
             om = w_t.expand(n_p, M)
             corr = (cs.unsqueeze(0) - cs_i[part]) if method == "scaffold_ls" else torch.zeros(n_p, D)
             y = xs.clone()
