@@ -17,6 +17,7 @@ from threadpoolctl import threadpool_limits
 
 from shared.experiment import RunContext, main
 from shared.results import mean_and_se, write_arrays, write_metrics
+from shared.timing import alternating_least_cpu
 
 from papers.opo_cmab.baselines import FALCON, AdaCB, EpsilonGreedy, RegCB, SquareCB, Supervised, Uniform
 from papers.opo_cmab.decomposition import bonus_bound, hedge_bound, mean_terms
@@ -561,31 +562,39 @@ def _stream_summaries(per_stream: dict, learner: str, n_shuffles: int) -> dict:
 
 
 # ----------------------------------------------------------------------------------------- performance
-def _timed_run(env_factory, spec, oracle_kind, n_rounds, run_seed, repeats, oracle_seed=0):
-    """Median wall time of ``repeats`` full runs (fresh env and agent each), and the last run's outputs. A spec of
-    Vowpal Wabbit (algo ``vw_squarecb`` / ``vw_regcb``) builds VW's agent instead (its own online learner; the
-    workspace is created before the clock starts and closed after it stops)."""
-    times, out = [], None
-    for _ in range(repeats):
-        env = env_factory()
-        if spec["algo"] in ("vw_squarecb", "vw_regcb"):
-            from papers.opo_cmab.vw_baselines import make_vw_agent
-            agent = make_vw_agent(spec, env, seed=oracle_seed)
-        else:
-            agent = make_agent(spec, env, oracle_kind, oracle_seed)
-        start = time.perf_counter()
-        out = run_bandit(env, agent, n_rounds, run_seed)
-        times.append(time.perf_counter() - start)
+def _whole_run(env_factory, spec, oracle_kind, n_rounds, run_seed, oracle_seed=0):
+    """One run of ``spec`` on a fresh env and agent (VW's agent for ``vw_squarecb`` / ``vw_regcb``), its
+    workspace closed afterwards; returns :func:`run_bandit`'s outputs."""
+    env = env_factory()
+    if spec["algo"] in ("vw_squarecb", "vw_regcb"):
+        from papers.opo_cmab.vw_baselines import make_vw_agent
+        agent = make_vw_agent(spec, env, seed=oracle_seed)
+    else:
+        agent = make_agent(spec, env, oracle_kind, oracle_seed)
+    try:
+        return run_bandit(env, agent, n_rounds, run_seed)
+    finally:
         if hasattr(agent, "close"):
             agent.close()
+
+
+def _timed_run(env_factory, spec, oracle_kind, n_rounds, run_seed, repeats, oracle_seed=0):
+    """Median wall time of ``repeats`` whole runs (:func:`_whole_run`: fresh env and agent each), and the last
+    run's outputs."""
+    times, out = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = _whole_run(env_factory, spec, oracle_kind, n_rounds, run_seed, oracle_seed)
+        times.append(time.perf_counter() - start)
     return float(np.median(times)), out
 
 
 def performance(params: dict, ctx: RunContext):
     """Rounds per second of OPO (numba replay), of our SquareCB and of Vowpal Wabbit's SquareCB
     (``--cb_explore_adf --squarecb``, same gamma_scale, VW's own online learner) on the same stream, shuffle,
-    action and loss draws, and process (one thread); the ratios SquareCB / OPO and VW / ours; and OPO's time at K
-    and 2K on the synthetic class (the replay is O(K^2 A)).
+    action and loss draws, and process (one thread): process-CPU seconds of a whole run, least over ``repeats``
+    alternating rounds (:func:`shared.timing.alternating_least_cpu`); the ratios SquareCB / OPO and VW / ours; and
+    OPO's time at K and 2K on the synthetic class (median wall time; the replay is O(K^2 A)).
 
     metrics.json holds only deterministic facts (rounds, final PV of each run, sizes); times go to
     ``timings.json`` and provenance.json (``ctx.record``).
@@ -602,10 +611,16 @@ def performance(params: dict, ctx: RunContext):
         warm = make_env("finite_class", 0, n_models=10, n_actions=3)
         run_bandit(warm, make_agent(opo_spec, warm, "finite_class", 0), 20, 0)  # load the compiled replay
         n = make_env(stream, shuffle_seed).n_rounds
-        for fam, spec in (("opo", opo_spec), ("squarecb", scb_spec), ("vw_squarecb", vw_spec)):
-            wall, out = _timed_run(lambda: make_env(stream, shuffle_seed), spec, "ridge", n, run_seed, repeats)
-            timings[f"{stream}_{fam}_seconds"] = wall
-            timings[f"{stream}_{fam}_rounds_per_second"] = n / wall
+        # whole runs (env, agent and n rounds each), least process-CPU seconds over rounds that call the three
+        # in turn, so that load from other processes reaches all of them alike (shared.timing)
+        specs = {"opo": opo_spec, "squarecb": scb_spec, "vw_squarecb": vw_spec}
+        calls = {fam: (lambda spec=spec: _whole_run(lambda: make_env(stream, shuffle_seed), spec, "ridge", n,
+                                                     run_seed)) for fam, spec in specs.items()}
+        least = alternating_least_cpu(calls, rounds=repeats, min_seconds=0.0)["seconds"]
+        for fam, spec in specs.items():
+            out = calls[fam]()
+            timings[f"{stream}_{fam}_seconds"] = least[fam]
+            timings[f"{stream}_{fam}_rounds_per_second"] = n / least[fam]
             metrics[f"{fam}_final_pv"] = float(out["pv_loss"][-1])
             rows.append({"method": fam, "seed": 0, "step": n, "metric": "final_pv", "value": float(out["pv_loss"][-1]),
                          "stream": stream})
