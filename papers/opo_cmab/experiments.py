@@ -616,7 +616,7 @@ def performance(params: dict, ctx: RunContext):
         specs = {"opo": opo_spec, "squarecb": scb_spec, "vw_squarecb": vw_spec}
         calls = {fam: (lambda spec=spec: _whole_run(lambda: make_env(stream, shuffle_seed), spec, "ridge", n,
                                                      run_seed)) for fam, spec in specs.items()}
-        least = alternating_least_cpu(calls, rounds=repeats, min_seconds=0.0)["seconds"]
+        least = alternating_least_cpu(calls, rounds=repeats)["seconds"]
         for fam, spec in specs.items():
             out = calls[fam]()
             timings[f"{stream}_{fam}_seconds"] = least[fam]
