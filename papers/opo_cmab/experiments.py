@@ -455,12 +455,13 @@ def _stream_label(spec: dict) -> str:
     return config_label(spec)
 
 
-def _stream_agent(spec: dict, env, lam: float):
-    """The agent of a stream run: Vowpal Wabbit's (its own online learner) or ours on the ridge oracle."""
+def _any_agent(spec: dict, env, oracle_kind: str = "ridge", oracle_seed: int = 0, lam: float = 1.0):
+    """The agent of ``spec``: Vowpal Wabbit's (``vw_squarecb`` / ``vw_regcb``, its own online learner, VW's random
+    seed ``oracle_seed``) or ours on a fresh oracle (:func:`make_agent`)."""
     if spec["algo"] in ("vw_squarecb", "vw_regcb"):
         from papers.opo_cmab.vw_baselines import make_vw_agent
-        return make_vw_agent(spec, env, seed=0)
-    return make_agent(spec, env, "ridge", 0, lam)
+        return make_vw_agent(spec, env, seed=oracle_seed)
+    return make_agent(spec, env, oracle_kind, oracle_seed, lam)
 
 
 def streams(params: dict, ctx: RunContext):
@@ -487,7 +488,7 @@ def streams(params: dict, ctx: RunContext):
     def play(name, spec, role, sh):
         env_seed, run_seed = _seed(ctx, name, role, "shuffle", str(sh)), _seed(ctx, name, role, "run", str(sh))
         env = make_env(name, env_seed)
-        agent = _stream_agent(spec, env, lam)
+        agent = _any_agent(spec, env, lam=lam)
         start = time.perf_counter()
         out = run_bandit(env, agent, env.n_rounds, run_seed)
         lab = _stream_label(spec)
@@ -563,14 +564,10 @@ def _stream_summaries(per_stream: dict, learner: str, n_shuffles: int) -> dict:
 
 # ----------------------------------------------------------------------------------------- performance
 def _whole_run(env_factory, spec, oracle_kind, n_rounds, run_seed, oracle_seed=0):
-    """One run of ``spec`` on a fresh env and agent (VW's agent for ``vw_squarecb`` / ``vw_regcb``), its
-    workspace closed afterwards; returns :func:`run_bandit`'s outputs."""
+    """One run of ``spec`` on a fresh env and agent (:func:`_any_agent`), the agent closed afterwards when it has
+    a ``close`` (VW's workspace); returns :func:`run_bandit`'s outputs."""
     env = env_factory()
-    if spec["algo"] in ("vw_squarecb", "vw_regcb"):
-        from papers.opo_cmab.vw_baselines import make_vw_agent
-        agent = make_vw_agent(spec, env, seed=oracle_seed)
-    else:
-        agent = make_agent(spec, env, oracle_kind, oracle_seed)
+    agent = _any_agent(spec, env, oracle_kind, oracle_seed)
     try:
         return run_bandit(env, agent, n_rounds, run_seed)
     finally:

@@ -19,23 +19,28 @@ COLORS = method_colors(ALL_METHODS)
 FLOOR = 1e-15
 
 
-def _loglog_panels(frame: pd.DataFrame, metric: str, methods, out: Path, ylabel: str, *, logy=True):
+def _loglog_panels(frame: pd.DataFrame, metric: str, methods, out: Path, ylabel: str, *, logy=True,
+                   legend_fontsize: int = 7):
+    """One panel per problem of ``metric`` against k (log x). ``methods``: method names of the frame, or
+    (name in the frame, colour key, label, line style) tuples."""
+    series = [m if isinstance(m, tuple) else (m, m, LABELS[m], "-") for m in methods]
     frame = frame[(frame.metric == metric) & (frame.step > 0)]
     problems = list(dict.fromkeys(frame.problem))
     fig, axes = new_figure(ncols=max(len(problems), 1))
     for ax, prob in zip(axes[0], problems):
         sub = frame[frame.problem == prob]
-        for m in methods:
-            d = sub[sub.method == m].sort_values("step")
+        for name, color, label, style in series:
+            d = sub[sub.method == name].sort_values("step")
             if len(d):
-                ax.plot(d.step, np.maximum(d.value, FLOOR) if logy else d.value, color=COLORS[m], label=LABELS[m])
+                ax.plot(d.step, np.maximum(d.value, FLOOR) if logy else d.value, color=COLORS[color], label=label,
+                        linestyle=style)
         ax.set_xscale("log")
         if logy:
             ax.set_yscale("log")
         ax.set_title(prob)
         ax.set_xlabel("iteration k")
         ax.set_ylabel(ylabel)
-    axes[0][0].legend(fontsize=7)
+    axes[0][0].legend(fontsize=legend_fontsize)
     save_figure(fig, out)
 
 
@@ -241,24 +246,10 @@ def _dl_figures(results: Path, out: Path) -> None:
 
 def _cc_strong_figures(results: Path, out: Path) -> None:
     """Gap against k per game: strongly concave dual (solid), general C-C (dashed), frozen-dual control (dotted)."""
-    frame = read_tidy(results / "cc_strong_dual" / "results.csv")
-    frame = frame[(frame.metric == "gap") & (frame.step > 0)]
-    problems = list(dict.fromkeys(frame.problem))
-    fig, axes = new_figure(ncols=max(len(problems), 1))
-    for ax, prob in zip(axes[0], problems):
-        sub = frame[frame.problem == prob]
-        for m in ("v_x", "v_y", "v_xy"):
-            for arm, style in (("sc", "-"), ("c", "--"), ("frozen", ":")):
-                d = sub[sub.method == f"{m}_{arm}"].sort_values("step")
-                ax.plot(d.step, np.maximum(d.value, FLOOR), color=COLORS[m], linestyle=style,
-                        label=f"{LABELS[m]}, {arm}")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_title(prob)
-        ax.set_xlabel("iteration k")
-        ax.set_ylabel("duality gap (last iterate)")
-    axes[0][0].legend(fontsize=5)
-    save_figure(fig, out / "cc_strong_gap.png")
+    series = [(f"{m}_{arm}", m, f"{LABELS[m]}, {arm}", style) for m in ("v_x", "v_y", "v_xy")
+              for arm, style in (("sc", "-"), ("c", "--"), ("frozen", ":"))]
+    _loglog_panels(read_tidy(results / "cc_strong_dual" / "results.csv"), "gap", series,
+                   out / "cc_strong_gap.png", "duality gap (last iterate)", legend_fontsize=5)
 
 
 def _md(frame: pd.DataFrame) -> str:
