@@ -25,7 +25,7 @@ from papers.lukv.allocation import allocate_budget, round_keep_counts
 from papers.lukv.profile import (build_budget_curve, curve_at_budget, decrements, feasible_rows, kept_per_head,
                                  protect_scores, reverse_heads, save_curve, scorer_order, shuffle_heads,
                                  total_budget)
-from papers.lukv.task import VOCAB_SIZE, make_batch, value_positions
+from papers.lukv.task import VOCAB_SIZE, make_batch, make_induction_batch, value_positions
 
 __all__ = ["EXPERIMENTS", "random_instance", "instances", "train_tiny", "profile", "evaluate", "perf",
            "oracle_keep_loss"]
@@ -135,9 +135,14 @@ def _train(params: dict, ctx: RunContext):
     model = _build_model(params, seed=int(tr.get("init_seed", 0)))
     root = seeding.seed_sequence(ctx.seed, "train_tiny", "batches").entropy
     n_q, T = kw["n_queries"], kw["context_len"]
+    induction_steps = int(tr["induction_steps"])
 
     def batch_fn(step):
-        c, f = make_batch(np.random.default_rng([root, step]), int(tr["batch"]), **kw)
+        rng = np.random.default_rng([root, step])
+        if step < induction_steps:  # warm-up on repeated segments (task.make_induction_batch)
+            x, mask = make_induction_batch(rng, int(tr["batch"]), T + 3 * n_q)
+            return torch.tensor(x), torch.tensor(mask)
+        c, f = make_batch(rng, int(tr["batch"]), **kw)
         x = torch.tensor(np.hstack([c, f]))
         mask = torch.zeros_like(x)
         mask[:, T + value_positions(n_q)] = 1
@@ -157,8 +162,10 @@ def _train(params: dict, ctx: RunContext):
 
 
 def train_tiny(params: dict, ctx: RunContext):
-    """Train the tiny model (AdamW, early stop at the target held-out recall, step cap; a wall-time cap is a
-    safety net recorded in provenance) and save its weights to ``tiny_model.pt``."""
+    """Train the tiny model (AdamW; the first ``train.induction_steps`` steps on the induction warm-up of
+    :func:`papers.lukv.task.make_induction_batch`, then the recall task; early stop at the target held-out
+    recall, step cap; a wall-time cap is a safety net recorded in provenance) and save its weights to
+    ``tiny_model.pt``."""
     import torch
 
     model, log = _train(params, ctx)
@@ -451,7 +458,9 @@ def _transfer(params, ctx, model, split_curves, shuffled, sink, window) -> dict:
 
 def evaluate(params: dict, ctx: RunContext):
     """Held-out oracle loss (numpy allocations) for the curve of every profiling split, and downstream
-    recall / KL (kvpress presses, split 0's curve). Every method keeps exactly the same number of tokens
+    recall / KL (kvpress presses, split 0's curve for every method and scorer; for the primary scorer, LU-KV and
+    its shuffled and reversed controls also with every other split's curve, one value per split as the oracle
+    claims). Every method keeps exactly the same number of tokens
     (asserted); the controls are LU-KV with its curve's heads permuted (``lukv_shuffled``) and, in the oracle
     domain, with every row's ratios handed out in reverse order (``lukv_reversed``,
     :func:`papers.lukv.profile.reverse_heads`)."""
@@ -494,6 +503,20 @@ def evaluate(params: dict, ctx: RunContext):
         metrics["transfer"] = _transfer(params, ctx, model, split_curves, shuffled, sink, window)
     target_kept = {f"rho{int(round(rho * 100))}": kept_per_head(rho, T) / T for rho in params["rhos"]}
     max_kept_err = 0.0
+
+    def press_downstream(method, spec, rho, curve) -> dict:
+        """Recall, KL to the full cache and kept fraction of one press on the held-out items (budget asserted)."""
+        press = make_press("lukv" if method in ("lukv_shuffled", "lukv_reversed") else method,
+                           make_scorer(spec["press"], spec.get("params")), rho, seq_len=T, curve=curve,
+                           n_layers=L, n_kv_heads=G, sink=sink, window=window,
+                           pyramid_window=int(params.get("pyramid_window", 8)))
+        logits, kept = run_compressed(model, press, c, f)
+        target = target_kept[f"rho{int(round(rho * 100))}"]
+        if abs(kept - target) > 1e-12:
+            raise AssertionError(f"{method} ({spec['press']}, rho={rho}) keeps a fraction {kept} of the context "
+                                 f"keys, not {target}: the budgets are not matched")
+        return {"recall": recall_accuracy(logits, f, n_q), "kl": _kl(full_logits, logits), "kept": kept}
+
     with attention(model, "sdpa"):
         full_logits, _ = run_compressed(model, None, c, f)
         metrics["recall_full"] = recall_accuracy(full_logits, f, n_q)
@@ -506,27 +529,29 @@ def evaluate(params: dict, ctx: RunContext):
                 for method in methods:
                     if method == "pyramidkv" and name != primary:
                         continue   # PyramidKV has its own (SnapKV) scorer: run it once, listed under primary
-                    scorer = make_scorer(spec["press"], spec.get("params"))
                     control = method == "lukv_shuffled"   # the same permutation as split 0's oracle control
-                    press = make_press("lukv" if control else method, scorer, rho, seq_len=T,
-                                       curve=shuffled[(name, 0)] if control else curves[name], n_layers=L,
-                                       n_kv_heads=G, sink=sink, window=window,
-                                       pyramid_window=int(params.get("pyramid_window", 8)))
-                    logits, kept = run_compressed(model, press, c, f)
-                    max_kept_err = max(max_kept_err, abs(kept - target_kept[key]))
-                    if abs(kept - target_kept[key]) > 1e-12:
-                        raise AssertionError(f"{method} ({name}, rho={rho}) keeps a fraction {kept} of the context "
-                                             f"keys, not {target_kept[key]}: the budgets are not matched")
-                    acc, kl = recall_accuracy(logits, f, n_q), _kl(full_logits[:, :], logits)
-                    metrics["downstream"].setdefault(name, {}).setdefault(key, {})[method] = {
-                        "recall": acc, "kl": kl, "kept": kept}
-                    for metric, value in (("recall", acc), ("kl", kl), ("kept", kept)):
+                    res = press_downstream(method, spec, rho, shuffled[(name, 0)] if control else curves[name])
+                    max_kept_err = max(max_kept_err, abs(res["kept"] - target_kept[key]))
+                    metrics["downstream"].setdefault(name, {}).setdefault(key, {})[method] = res
+                    for metric, value in res.items():
                         rows.append({"method": method, "seed": 0, "step": int(round(rho * 100)),
                                      "metric": metric, "value": value, "scorer": name})
+            if name == primary:  # LU-KV and its control with the curve of every split (split 0: the run above)
+                per_split = metrics.setdefault("downstream_per_split", {}).setdefault(name, {})
+                for rho in params["rhos"]:
+                    key = f"rho{int(round(rho * 100))}"
+                    first = metrics["downstream"][name][key]
+                    per_split[key] = {m: [first[m]] + [press_downstream(m, spec, rho, table[(name, s)])
+                                                       for s in range(1, n_splits)]
+                                      for m, table in (("lukv", split_curves), ("lukv_shuffled", shuffled))}
+                    per_split[key]["lukv_reversed"] = [
+                        press_downstream("lukv_reversed", spec, rho, reverse_heads(split_curves[(name, s)]))
+                        for s in range(n_splits)]
     metrics["budget"] = {"target_kept_fraction": target_kept, "max_abs_kept_error": max_kept_err}
     ol = metrics["oracle_loss"]["rho80"]
     per = metrics["oracle_loss_per_split"]["rho80"]
     ds = metrics["downstream"][primary]["rho80"]
+    ds_split = metrics["downstream_per_split"][primary]["rho80"]
     metrics["claims"] = {
         "oracle_ratio_lukv_uniform": ol["lukv"] / ol["uniform"],
         "oracle_ratio_lukv_adakv": ol["lukv"] / ol["adakv"],
@@ -534,15 +559,23 @@ def evaluate(params: dict, ctx: RunContext):
         "oracle_ratio_lukv_adakv_per_split": [v / ol["adakv"] for v in per["lukv"]],
         "recall_gain_lukv_uniform": ds["lukv"]["recall"] - ds["uniform"]["recall"],
         "kl_ratio_lukv_uniform": ds["lukv"]["kl"] / ds["uniform"]["kl"],
+        "recall_gain_lukv_uniform_per_split": [r["recall"] - ds["uniform"]["recall"] for r in ds_split["lukv"]],
+        "kl_ratio_lukv_uniform_per_split": [r["kl"] / ds["uniform"]["kl"] for r in ds_split["lukv"]],
     }
     metrics["control"] = {"reversed_heads": {
         "oracle_ratio_lukv_uniform_per_split": [v / ol["uniform"] for v in per["lukv_reversed"]],
-        "oracle_ratio_lukv_adakv_per_split": [v / ol["adakv"] for v in per["lukv_reversed"]]},
+        "oracle_ratio_lukv_adakv_per_split": [v / ol["adakv"] for v in per["lukv_reversed"]],
+        "recall_gain_lukv_uniform_per_split": [r["recall"] - ds["uniform"]["recall"]
+                                               for r in ds_split["lukv_reversed"]],
+        "kl_ratio_lukv_uniform_per_split": [r["kl"] / ds["uniform"]["kl"] for r in ds_split["lukv_reversed"]]},
         "shuffled_heads": {
         "oracle_ratio_lukv_uniform_per_split": [v / ol["uniform"] for v in per["lukv_shuffled"]],
         "oracle_ratio_lukv_adakv_per_split": [v / ol["adakv"] for v in per["lukv_shuffled"]],
         "recall_gain_lukv_uniform": ds["lukv_shuffled"]["recall"] - ds["uniform"]["recall"],
-        "kl_ratio_lukv_uniform": ds["lukv_shuffled"]["kl"] / ds["uniform"]["kl"]}}
+        "kl_ratio_lukv_uniform": ds["lukv_shuffled"]["kl"] / ds["uniform"]["kl"],
+        "recall_gain_lukv_uniform_per_split": [r["recall"] - ds["uniform"]["recall"]
+                                               for r in ds_split["lukv_shuffled"]],
+        "kl_ratio_lukv_uniform_per_split": [r["kl"] / ds["uniform"]["kl"] for r in ds_split["lukv_shuffled"]]}}
     return rows, metrics
 
 
