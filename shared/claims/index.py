@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from shared.claims.report import count_line, parse_audit_block
 from shared.config import REPO_ROOT, SCALES, load_yaml
 from shared.results import atomic_write_text
 
-__all__ = ["render_index", "main"]
+__all__ = ["render_index", "experiment_cpu_s", "main"]
 
 _INTRO = """# Audit reports
 
@@ -34,6 +35,10 @@ What the words mean:
 - **official claims** are the scored claims of the ICML 2026 reproducibility challenge, where they were found;
   each report maps our claims onto them and gives one combined verdict per official claim.
 
+The experiment wall and CPU columns sum over the paper's experiments (CPU: the experiment processes and the
+child processes they waited for); wall exceeds CPU when jobs shared the cores, CPU exceeds wall when an
+experiment used several threads or processes.
+
 Full-scale runs take hours and are made by hand: a paper's `reports/full/<slug>.md` is committed with the small
 `metrics.json` and `provenance.json` files under `results/full/<slug>/` it was rendered from, and `make audit`
 renders it again from them (without recomputing) and fails when a verdict changes. Papers without a full report
@@ -46,8 +51,12 @@ addressed nor given a reason.
 """
 
 _HEADER = ["| paper | fidelity | official addressed | paper claims (judged) | reproduced | reduced | not reproduced | "
-           "inconclusive | not evaluated | checks passing | without a control | experiment wall (s) | commit |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "inconclusive | not evaluated | checks passing | without a control | experiment wall (s) | "
+           "experiment CPU (s) | commit |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+# the provenance line of a report (shared.claims.report._provenance); CPU time is read from it, not from the
+# audit block, so that older reports need not be rendered again
+_EXPERIMENT_TIME = re.compile(r"experiment time, total: [0-9.]+ s wall, ([0-9.]+) s CPU")
 _SUMMED = ("official_addressed", "official_total", "paper_total", "reproduced", "reduced", "not_reproduced",
            "inconclusive", "not_evaluated", "cannot_fail", "checks_passing", "checks_total", "checks_not_evaluated",
            "findings_holding", "findings_total", "no_control")
@@ -56,10 +65,17 @@ _SUMMED = ("official_addressed", "official_total", "paper_total", "reproduced", 
 def _blocks(scale: str) -> list[dict]:
     blocks = []
     for path in sorted((REPO_ROOT / "reports" / scale).glob("*.md")):
-        block = parse_audit_block(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        block = parse_audit_block(text)
         if block is not None and block.get("version") == 2:
-            blocks.append({**block, "file": f"{scale}/{path.name}"})
+            blocks.append({**block, "file": f"{scale}/{path.name}", "cpu_s": experiment_cpu_s(text)})
     return blocks
+
+
+def experiment_cpu_s(report_text: str) -> float | None:
+    """Summed CPU seconds of a report's experiments (its provenance line), None when the report has none."""
+    match = _EXPERIMENT_TIME.search(report_text)
+    return float(match.group(1)) if match else None
 
 
 def _row(b: dict) -> str:
@@ -69,7 +85,8 @@ def _row(b: dict) -> str:
             f"{c['paper_total']} ({c['paper_total'] - c['not_evaluated']}) | {c['reproduced']} | "
             f"{c['reduced']} | {c['not_reproduced']} | {c['inconclusive']} | {c['not_evaluated']} | "
             f"{c['checks_passing']} of {c['checks_total']}{_not_evaluated(c)} | {c.get('no_control', 0)} | "
-            f"{b['wall_s']:.0f} | `{b['commit'][:10]}` |")
+            f"{b['wall_s']:.0f} | {'-' if b.get('cpu_s') is None else format(b['cpu_s'], '.0f')} | "
+            f"`{b['commit'][:10]}` |")
 
 
 def _not_evaluated(c: dict) -> str:

@@ -403,3 +403,19 @@ def test_full_scale_gate_covers_only_committed_full_reports(tiny_repo):
     _git(root, "add", "reports/full/p.md")
     _git(root, "commit", "-qm", "full report of p")
     assert full_scale_papers(root) == ["p"]
+
+
+def test_the_index_reads_the_cpu_total_of_every_committed_report():
+    import re
+
+    from shared.claims.index import experiment_cpu_s
+    from shared.config import REPO_ROOT
+
+    reports = sorted((REPO_ROOT / "reports").glob("*/*.md"))
+    assert reports
+    for path in reports:
+        text = path.read_text(encoding="utf-8")
+        table = text.split("| experiment | wall (s) | CPU (s) | code at run time |", 1)[1]   # the provenance table
+        rows = re.findall(r"^\| [\w-]+ \| [0-9.]+ \| ([0-9.]+) \| ", table, flags=re.M)
+        assert experiment_cpu_s(text) == pytest.approx(sum(map(float, rows)), abs=0.05 * len(rows) + 0.1), path
+    assert experiment_cpu_s("no provenance line") is None
