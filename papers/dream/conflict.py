@@ -42,11 +42,12 @@ import torch
 import torch.nn.functional as F
 
 from shared import seeding
-from shared.fed import FLOAT32_BYTES, ByteLedger, partition_dirichlet, partition_iid, sample_clients
+from shared.fed import ByteLedger, partition_dirichlet, partition_iid, sample_clients
 
 from papers.dream.algorithms import check_common_args
 from papers.dream.data import _digits, draw_pairs
-from papers.dream.training import ControlVariates, client_samplers, multi_objective_round
+from papers.dream.training import (ControlVariates, ScaffoldControls, client_samplers, evaluate_tasks,
+                                   multi_objective_round, record_messages, scalarised_local_models)
 
 __all__ = ["CONFLICT_METHODS", "make_conflict_digits", "TrunkMLP", "project_capped_simplex", "fedmgda_plus_weights",
            "delta_m_percent", "trunk_cosine", "run_conflict"]
@@ -235,14 +236,6 @@ def trunk_cosine(g1, g2, trunk_dim: int) -> float:
 
 
 # ---------------------------------------------------------------------------------------------------- runner
-def _evaluate(model, theta, X, Y):
-    with torch.no_grad():
-        zs = model.logits(theta, X)
-        acc = [float((z.argmax(dim=1) == Y[:, m]).float().mean()) * 100.0 for m, z in enumerate(zs)]
-        loss = [float(F.cross_entropy(z, Y[:, m])) for m, z in enumerate(zs)]
-    return acc, loss
-
-
 def run_conflict(method: str, *, rounds: int, n_clients: int = 50, dirichlet_alpha: float = 0.3,
                  local_steps: int = 5, batch_size: int = 32, lr_local: float = 0.05, lr_global: float = 1.0,
                  momentum: float = 0.5, cv_ema: float = 1.0, rho: float = 0.0, clients_per_round=None,
@@ -297,8 +290,7 @@ def run_conflict(method: str, *, rounds: int, n_clients: int = 50, dirichlet_alp
     eta_l, eta_g, beta, alpha, K = float(lr_local), float(lr_global), float(momentum), float(cv_ema), int(local_steps)
     lam = w.copy() if method in ("fedavg_ls", "scaffold_ls", "fedmgda_plus") else np.full(M, 1.0 / M)
     cv = ControlVariates(n_clients, M, D)
-    cs_i = torch.zeros(n_clients, D)
-    cs = torch.zeros(D)
+    controls = ScaffoldControls(n_clients, D)
     ledger = ByteLedger()
     eye = torch.eye(M)
     w_t = torch.from_numpy(w.astype(np.float32))
@@ -310,44 +302,25 @@ def run_conflict(method: str, *, rounds: int, n_clients: int = 50, dirichlet_alp
     out = {"round": [], "test_accuracy": [], "test_loss": [], "weights": [], "cosine": [cosine_now(x)]}
     train_s = 0.0
     minibatches, probes = client_samplers(parts, X_tr_t, Y_tr_t, client_rngs, batch_size, probe_batch)
-    round_kw = dict(minibatches=minibatches, probes=probes, batch_size=batch_size, local_steps=K, lr_local=eta_l,
-                    lr_global=eta_g, momentum=beta, cv_ema=alpha, rho=rho, correction=None)
+    sampler_kw = dict(minibatches=minibatches, probes=probes, batch_size=batch_size, local_steps=K, lr_local=eta_l)
+    round_kw = dict(**sampler_kw, lr_global=eta_g, momentum=beta, cv_ema=alpha, rho=rho, correction=None)
     for t in range(int(rounds)):
         start = time.perf_counter()
         part = sample_clients(n_clients, S, server_rng)
         if method in _ROUND_NAME:
             x_new, lam, cats = multi_objective_round(_ROUND_NAME[method], model, x, part, lam, cv, **round_kw)
-        else:  # fedavg_ls / scaffold_ls / fedmgda_plus: local SGD on sum_m w_m f_{i,m}
-            n_p = part.size
-            sw_b = torch.full((n_p, batch_size), 1.0 / batch_size)
-            xs = x.unsqueeze(0).expand(n_p, D)
-            om = w_t.expand(n_p, M)
-            corr = (cs.unsqueeze(0) - cs_i[part]) if method == "scaffold_ls" else torch.zeros(n_p, D)
-            y = xs.clone()
-            for _ in range(K):
-                Xb, Yb = minibatches(part)
-                y = y - eta_l * (model.grads(y, Xb, Yb, om, sw_b) + corr)
-            cats = (("model.down", D), ("model.up", D))
-            if method == "fedmgda_plus":
-                _, dvec, scale = fedmgda_plus_weights((xs - y).double().numpy(), float(eps), bool(normalize))
-                x_new = x - eta_g * scale * torch.from_numpy(dvec.astype(np.float32))
-            else:
-                x_new = x + eta_g * (y - xs).mean(dim=0)
-            if method == "scaffold_ls":
-                Xp, Yp, swp = probes(part)
-                probe = model.grads(xs, Xp, Yp, om, swp)      # option I: c_i^+ = grad at x^t
-                cs = cs + (probe - cs_i[part]).sum(dim=0) / n_clients
-                cs_i[part] = probe
-                cats += (("control.down", D), ("control.up", D))
-        for i in part:
-            for cat, n in cats:
-                ledger.add(cat, n * FLOAT32_BYTES, t, int(i))
-        if not bool(torch.isfinite(x_new).all()):
-            raise FloatingPointError(f"method {method!r}: non-finite model at round {t}")
+        elif method == "fedmgda_plus":  # local SGD on sum_m w_m f_{i,m}, FedMGDA+ aggregation of the updates
+            xs, y, cats = scalarised_local_models("fedavg_ls", model, x, part, w_t, controls, **sampler_kw)
+            _, dvec, scale = fedmgda_plus_weights((xs - y).double().numpy(), float(eps), bool(normalize))
+            x_new = x - eta_g * scale * torch.from_numpy(dvec.astype(np.float32))
+        else:  # fedavg_ls / scaffold_ls on sum_m w_m f_{i,m}
+            xs, y, cats = scalarised_local_models(method, model, x, part, w_t, controls, **sampler_kw)
+            x_new = x + eta_g * (y - xs).mean(dim=0)
+        record_messages(ledger, part, cats, t, x_new, method)
         x = x_new
         train_s += time.perf_counter() - start
         if (t + 1) % eval_every == 0 or t + 1 == rounds:
-            acc, loss = _evaluate(model, x, X_te_t, Y_te_t)
+            acc, loss = evaluate_tasks(model, x, X_te_t, Y_te_t)
             out["round"].append(t + 1)
             out["test_accuracy"].append(acc)
             out["test_loss"].append(loss)

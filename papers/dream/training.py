@@ -27,8 +27,9 @@ from papers.dream.aggregation import correction_matrix, dream_weights
 from papers.dream.algorithms import check_common_args
 from papers.dream.data import make_multidigits
 
-__all__ = ["MD_METHODS", "ROUND_METHODS", "SharedTrunkMLP", "ControlVariates", "client_samplers",
-           "multi_objective_round", "run_multidigits"]
+__all__ = ["MD_METHODS", "ROUND_METHODS", "SCALARISED_METHODS", "SharedTrunkMLP", "ControlVariates",
+           "ScaffoldControls", "client_samplers", "multi_objective_round", "scalarised_local_models",
+           "record_messages", "evaluate_tasks", "run_multidigits"]
 
 MD_METHODS = ("dream", "dream_no_cv", "fmgda", "fedcmoo", "fedavg_ls", "scaffold_ls")
 
@@ -108,6 +109,7 @@ class SharedTrunkMLP:
 
 
 ROUND_METHODS = ("dream", "dream_no_cv", "fmgda", "fedcmoo")
+SCALARISED_METHODS = ("fedavg_ls", "scaffold_ls")
 
 
 class ControlVariates:
@@ -117,6 +119,15 @@ class ControlVariates:
     def __init__(self, n_clients: int, n_tasks: int, dim: int, dtype=torch.float32):
         self.client = torch.zeros(n_clients, n_tasks, dim, dtype=dtype)
         self.server = torch.zeros(n_tasks, dim, dtype=dtype)
+
+
+class ScaffoldControls:
+    """SCAFFOLD's control variates on one scalarised objective: ``client`` c_i (n_clients, D) and ``server``
+    c = (1/N) sum_i c_i (D,); all zero at the start."""
+
+    def __init__(self, n_clients: int, dim: int):
+        self.client = torch.zeros(n_clients, dim)
+        self.server = torch.zeros(dim)
 
 
 def client_samplers(parts, X, Y, client_rngs, batch_size: int, probe_batch: int):
@@ -228,7 +239,50 @@ def multi_objective_round(method: str, model, x, part, lam, cv: ControlVariates,
     return x_new, lam, cats
 
 
-def _evaluate(model, theta, X, Y):
+def scalarised_local_models(method: str, model, x, part, w, controls: ScaffoldControls, *, minibatches, probes,
+                            batch_size: int, local_steps: int, lr_local: float):
+    """Local training of FedAvg (``fedavg_ls``) or SCAFFOLD (``scaffold_ls``) on the scalarisation
+    sum_m w_m f_{i,m} for the participating clients ``part`` at the global model x (D,).
+
+    Client i starts at y = x and takes K = ``local_steps`` steps y <- y - eta_l (g + c - c_i) with g the gradient
+    of the scalarised minibatch loss (the correction c - c_i is 0 for FedAvg). SCAFFOLD then probes
+    c_i+ = grad sum_m w_m f_{i,m}(x; probe) (option I of Karimireddy et al., 2020) and sets
+    c <- c + (1/N) sum_i (c_i+ - c_i), updating ``controls`` in place. Returns (xs, y, cats): x repeated per
+    client (S, D), the local models (S, D) (the caller aggregates them) and the ledger categories of the round.
+    Order of the clients' random draws: K minibatches, then the probe (SCAFFOLD).
+    """
+    if method not in SCALARISED_METHODS:
+        raise ValueError(f"method must be one of {list(SCALARISED_METHODS)}, got {method!r}")
+    n_p, D = part.size, x.numel()
+    sw_b = torch.full((n_p, batch_size), 1.0 / batch_size)
+    xs = x.unsqueeze(0).expand(n_p, D)
+    om = w.expand(n_p, w.numel())
+    corr = (controls.server.unsqueeze(0) - controls.client[part]) if method == "scaffold_ls" else torch.zeros(n_p, D)
+    y = xs.clone()
+    for _ in range(int(local_steps)):
+        Xb, Yb = minibatches(part)
+        y = y - float(lr_local) * (model.grads(y, Xb, Yb, om, sw_b) + corr)
+    cats = (("model.down", D), ("model.up", D))
+    if method == "scaffold_ls":
+        Xp, Yp, swp = probes(part)
+        probe = model.grads(xs, Xp, Yp, om, swp)
+        controls.server = controls.server + (probe - controls.client[part]).sum(dim=0) / controls.client.shape[0]
+        controls.client[part] = probe
+        cats += (("control.down", D), ("control.up", D))
+    return xs, y, cats
+
+
+def record_messages(ledger: ByteLedger, part, cats, t: int, x_new, method: str) -> None:
+    """Book the round's messages (``cats``: (category, floats per client)) for every participating client and
+    stop on a non-finite model, naming the method and the round."""
+    for i in part:
+        for cat, n in cats:
+            ledger.add(cat, n * FLOAT32_BYTES, t, int(i))
+    if not bool(torch.isfinite(x_new).all()):
+        raise FloatingPointError(f"method {method!r}: non-finite model at round {t}")
+
+
+def evaluate_tasks(model, theta, X, Y):
     """Test accuracy (percent) and mean cross-entropy of each task."""
     with torch.no_grad():
         zs = model.logits(theta, X)
@@ -283,14 +337,13 @@ def run_multidigits(method: str, *, rounds: int, n_clients: int = 10, dirichlet_
     eta_l, eta_g, beta, alpha, K = float(lr_local), float(lr_global), float(momentum), float(cv_ema), int(local_steps)
     lam = w.copy() if method in ("fedavg_ls", "scaffold_ls") else np.full(M, 1.0 / M)
     cv = ControlVariates(n_clients, M, D)
-    cs_i = torch.zeros(n_clients, D)
-    cs = torch.zeros(D)
+    controls = ScaffoldControls(n_clients, D)
     ledger = ByteLedger()
     out = {"round": [], "test_accuracy": [], "test_loss": [], "weights": [], "bytes_up": []}
     train_s = 0.0
     minibatches, probes = client_samplers(parts, X_tr_t, Y_tr_t, client_rngs, batch_size, probe_batch)
-    round_kw = dict(minibatches=minibatches, probes=probes, batch_size=batch_size, local_steps=K, lr_local=eta_l,
-                    lr_global=eta_g, momentum=beta, cv_ema=alpha, rho=rho, correction=correction)
+    sampler_kw = dict(minibatches=minibatches, probes=probes, batch_size=batch_size, local_steps=K, lr_local=eta_l)
+    round_kw = dict(**sampler_kw, lr_global=eta_g, momentum=beta, cv_ema=alpha, rho=rho, correction=correction)
     w_t = torch.from_numpy(w.astype(np.float32))
     for t in range(int(rounds)):
         start = time.perf_counter()
@@ -298,32 +351,13 @@ def run_multidigits(method: str, *, rounds: int, n_clients: int = 10, dirichlet_
         if method in ROUND_METHODS:
             x_new, lam, cats = multi_objective_round(method, model, x, part, lam, cv, **round_kw)
         else:  # fedavg_ls / scaffold_ls on sum_m w_m f_{i,m}
-            n_p = part.size
-            sw_b = torch.full((n_p, batch_size), 1.0 / batch_size)
-            xs = x.unsqueeze(0).expand(n_p, D)
-            om = w_t.expand(n_p, M)
-            corr = (cs.unsqueeze(0) - cs_i[part]) if method == "scaffold_ls" else torch.zeros(n_p, D)
-            y = xs.clone()
-            for _ in range(K):
-                Xb, Yb = minibatches(part)
-                y = y - eta_l * (model.grads(y, Xb, Yb, om, sw_b) + corr)
+            xs, y, cats = scalarised_local_models(method, model, x, part, w_t, controls, **sampler_kw)
             x_new = x + eta_g * (y - xs).mean(dim=0)
-            cats = (("model.down", D), ("model.up", D))
-            if method == "scaffold_ls":
-                Xp, Yp, swp = probes(part)
-                probe = model.grads(xs, Xp, Yp, om, swp)      # option I: c_i^+ = grad at x^t
-                cs = cs + (probe - cs_i[part]).sum(dim=0) / n_clients
-                cs_i[part] = probe
-                cats += (("control.down", D), ("control.up", D))
-        for i in part:
-            for cat, n in cats:
-                ledger.add(cat, n * FLOAT32_BYTES, t, int(i))
-        if not bool(torch.isfinite(x_new).all()):
-            raise FloatingPointError(f"method {method!r}: non-finite model at round {t}")
+        record_messages(ledger, part, cats, t, x_new, method)
         x = x_new
         train_s += time.perf_counter() - start
         if (t + 1) % eval_every == 0 or t + 1 == rounds:
-            acc, loss = _evaluate(model, x, X_te_t, Y_te_t)
+            acc, loss = evaluate_tasks(model, x, X_te_t, Y_te_t)
             out["round"].append(t + 1)
             out["test_accuracy"].append(acc)
             out["test_loss"].append(loss)

@@ -98,3 +98,69 @@ def test_fedcmoo_with_preference_is_fedavg_and_counts_bytes():
     assert c["bytes_per_client_round"]["model.up"] == 4 * D
     assert c["bytes_per_client_round"]["weights.down"] == 8
     assert np.all(np.isfinite(c["test_accuracy"]))
+
+
+def _fixed_samplers(X, Y):
+    """Samplers that hand every client the same minibatch / probe (the whole of X, Y)."""
+    def minibatches(part):
+        return X.expand(part.size, *X.shape), Y.expand(part.size, *Y.shape)
+
+    def probes(part):
+        return (X.expand(part.size, *X.shape), Y.expand(part.size, *Y.shape),
+                torch.full((part.size, X.shape[0]), 1.0 / X.shape[0]))
+    return minibatches, probes
+
+
+def test_scalarised_local_models_are_sgd_and_scaffold_keeps_c_the_mean_of_the_c_i():
+    from papers.dream.training import ScaffoldControls, scalarised_local_models
+
+    model = SharedTrunkMLP(2, seed=3)
+    g = torch.Generator().manual_seed(1)
+    X = torch.rand(6, 96, generator=g)
+    Y = torch.stack([torch.randint(0, c, (6,), generator=g) for c in model.n_classes[:2]], dim=1)
+    w = torch.tensor([0.25, 0.75])
+    minibatches, probes = _fixed_samplers(X, Y)
+    kw = dict(minibatches=minibatches, probes=probes, batch_size=6, local_steps=2, lr_local=0.1)
+    x = model.theta0.clone()
+
+    def scalarised_grad(theta):
+        th = theta.clone().requires_grad_(True)
+        losses = model.task_losses(th, X, Y)
+        return torch.autograd.grad(w[0] * losses[0] + w[1] * losses[1], th)[0]
+
+    # FedAvg: two plain SGD steps on w . f from x, the same for every client (same data)
+    part = np.array([0, 2])
+    xs, y, cats = scalarised_local_models("fedavg_ls", model, x, part, w, ScaffoldControls(3, model.dim), **kw)
+    y_ref = x - 0.1 * scalarised_grad(x)
+    y_ref = y_ref - 0.1 * scalarised_grad(y_ref)
+    torch.testing.assert_close(y[1], y_ref, atol=2e-6, rtol=1e-4)
+    assert torch.equal(xs[0], x) and dict(cats) == {"model.down": model.dim, "model.up": model.dim}
+
+    # SCAFFOLD: the correction c - c_i enters every step; the probes become the new c_i (option I) and c stays
+    # (1/N) sum_i c_i
+    controls = ScaffoldControls(3, model.dim)
+    controls.client[0] = 0.01
+    controls.server = controls.client.mean(dim=0)
+    _, y, cats = scalarised_local_models("scaffold_ls", model, x, part, w, controls, **kw)
+    corr = -0.01 * (1 - 1 / 3)        # c - c_0 = 0.01 / 3 - 0.01
+    y_ref = x - 0.1 * (scalarised_grad(x) + corr)
+    y_ref = y_ref - 0.1 * (scalarised_grad(y_ref) + corr)
+    torch.testing.assert_close(y[0], y_ref, atol=2e-6, rtol=1e-4)
+    torch.testing.assert_close(controls.client[0], scalarised_grad(x), atol=2e-6, rtol=1e-4)
+    torch.testing.assert_close(controls.server, controls.client.mean(dim=0), atol=1e-7, rtol=1e-5)
+    assert dict(cats)["control.up"] == model.dim
+    with pytest.raises(ValueError, match="method"):
+        scalarised_local_models("dream", model, x, part, w, controls, **kw)
+
+
+def test_a_non_finite_model_stops_the_run_naming_method_and_round():
+    from shared.fed import ByteLedger
+
+    from papers.dream.training import record_messages
+
+    ledger = ByteLedger()
+    record_messages(ledger, np.array([0, 1]), (("model.up", 3),), 0, torch.zeros(3), "fedavg_ls")
+    assert ledger.total("model.up") == 2 * 3 * 4
+    with pytest.raises(FloatingPointError, match="'scaffold_ls'.*round 4"):
+        record_messages(ledger, np.array([0]), (("model.up", 3),), 4, torch.tensor([0.0, float("nan"), 1.0]),
+                        "scaffold_ls")
