@@ -593,9 +593,8 @@ def pecok_baseline(params: dict, ctx: RunContext):
     committed full run current. The DRO and random-affinity accuracies are read from
     ``<reference_dir>/metrics.json`` (default: synthetic_main beside this output), which must hold every seed at the
     same (n, p, K). Metrics: ``pecok.{mean_acc, se_acc, mean_ami, se_ami, acc_by_seed, acc_list, ami_list}``,
-    ``diff.dro_minus_pecok`` and ``control.random_affinity.minus_pecok`` (paired, ``by_seed``). With
-    ``timing_only`` (one timed solve at a size where the full comparison does not fit) the paired differences are
-    null and ``not_paired`` says why. CPU seconds of the Gamma estimate and of the SDP per seed go to timings.json.
+    ``diff.dro_minus_pecok`` and ``control.random_affinity.minus_pecok`` (paired, ``by_seed``). CPU seconds of the
+    Gamma estimate and of the SDP per seed go to timings.json.
     """
     from papers.dro_varclust.baselines import pecok_gamma_hat, pecok_sdp
     from papers.dro_varclust.data import normalize_design
@@ -603,6 +602,11 @@ def pecok_baseline(params: dict, ctx: RunContext):
 
     seeds, K = [int(s) for s in params["seeds"]], int(params["K"])
     eps = float(params.get("eps", 1e-6))
+    config = {k: int(params[k]) for k in ("n", "p", "K")} | {"seeds": seeds}
+    ref = read_metrics(Path(params.get("reference_dir", ctx.out_dir.parent / "synthetic_main")) / "metrics.json")
+    if (any(int(ref["config"][k]) != config[k] for k in ("n", "p", "K"))
+            or not set(seeds) <= set(int(s) for s in ref["config"]["seeds"])):
+        raise ValueError(f"synthetic_main's metrics are for {ref['config']}, not for {config}")
     acc, ami, rows, timings = {}, {}, [], {}
     for seed in ctx.progress(seeds, total=len(seeds), what="seeds"):
         X, y = _data(params, seed)
@@ -618,21 +622,11 @@ def pecok_baseline(params: dict, ctx: RunContext):
         timings[str(seed)] = {"gamma_cpu_s": gamma_cpu, "sdp_cpu_s": sdp_cpu}
         _score_rows(rows, "pecok", seed, sc)
         ctx.log(f"seed {seed}: PECOK accuracy {sc['accuracy']:.3f} (Gamma {gamma_cpu:.1f} s, SDP {sdp_cpu:.1f} s CPU)")
-    metrics = {"pecok": _method_block(acc, ami), "eps": eps,
-               "config": {k: int(params[k]) for k in ("n", "p", "K")} | {"seeds": seeds},
-               "diff": {"dro_minus_pecok": {"mean": None, "se": None, "by_seed": None}},
-               "control": {"random_affinity": {"minus_pecok": {"mean": None, "se": None, "by_seed": None}}}}
-    if params.get("timing_only", False):
-        metrics["not_paired"] = "timing_only: one timed PECOK solve; the paired comparison over seeds is not run"
-    else:
-        ref = read_metrics(Path(params.get("reference_dir", ctx.out_dir.parent / "synthetic_main")) / "metrics.json")
-        if (any(int(ref["config"][k]) != int(params[k]) for k in ("n", "p", "K"))
-                or not set(seeds) <= set(int(s) for s in ref["config"]["seeds"])):
-            raise ValueError(f"synthetic_main's metrics are for {ref['config']}, not for {metrics['config']}")
-        dro = {s: ref["dro"]["acc_by_seed"][str(s)] for s in seeds}
-        random = {s: ref["control"]["random_affinity"]["acc_by_seed"][str(s)] for s in seeds}
-        metrics["diff"]["dro_minus_pecok"] = _paired_difference(dro, acc)
-        metrics["control"]["random_affinity"]["minus_pecok"] = _paired_difference(random, acc)
+    dro = {s: ref["dro"]["acc_by_seed"][str(s)] for s in seeds}
+    random = {s: ref["control"]["random_affinity"]["acc_by_seed"][str(s)] for s in seeds}
+    metrics = {"pecok": _method_block(acc, ami), "eps": eps, "config": config,
+               "diff": {"dro_minus_pecok": _paired_difference(dro, acc)},
+               "control": {"random_affinity": {"minus_pecok": _paired_difference(random, acc)}}}
     write_metrics({"cpu_s_by_seed": timings}, ctx.out_dir / "timings.json")
     ctx.record(cpu_s_by_seed=timings, solver="SCS")
     return rows, metrics

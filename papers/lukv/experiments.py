@@ -502,17 +502,19 @@ def evaluate(params: dict, ctx: RunContext):
     if params.get("transfer"):
         metrics["transfer"] = _transfer(params, ctx, model, split_curves, shuffled, sink, window)
     target_kept = {f"rho{int(round(rho * 100))}": kept_per_head(rho, T) / T for rho in params["rhos"]}
-    max_kept_err = 0.0
+    kept_errors = []   # |kept - target| of every press run below, the maximum recorded under "budget"
 
     def press_downstream(method, spec, rho, curve) -> dict:
-        """Recall, KL to the full cache and kept fraction of one press on the held-out items (budget asserted)."""
+        """Recall, KL to the full cache and kept fraction of one press on the held-out items (budget asserted
+        and its error recorded)."""
         press = make_press("lukv" if method in ("lukv_shuffled", "lukv_reversed") else method,
                            make_scorer(spec["press"], spec.get("params")), rho, seq_len=T, curve=curve,
                            n_layers=L, n_kv_heads=G, sink=sink, window=window,
                            pyramid_window=int(params.get("pyramid_window", 8)))
         logits, kept = run_compressed(model, press, c, f)
         target = target_kept[f"rho{int(round(rho * 100))}"]
-        if abs(kept - target) > 1e-12:
+        kept_errors.append(abs(kept - target))
+        if kept_errors[-1] > 1e-12:
             raise AssertionError(f"{method} ({spec['press']}, rho={rho}) keeps a fraction {kept} of the context "
                                  f"keys, not {target}: the budgets are not matched")
         return {"recall": recall_accuracy(logits, f, n_q), "kl": _kl(full_logits, logits), "kept": kept}
@@ -531,7 +533,6 @@ def evaluate(params: dict, ctx: RunContext):
                         continue   # PyramidKV has its own (SnapKV) scorer: run it once, listed under primary
                     control = method == "lukv_shuffled"   # the same permutation as split 0's oracle control
                     res = press_downstream(method, spec, rho, shuffled[(name, 0)] if control else curves[name])
-                    max_kept_err = max(max_kept_err, abs(res["kept"] - target_kept[key]))
                     metrics["downstream"].setdefault(name, {}).setdefault(key, {})[method] = res
                     for metric, value in res.items():
                         rows.append({"method": method, "seed": 0, "step": int(round(rho * 100)),
@@ -547,18 +548,15 @@ def evaluate(params: dict, ctx: RunContext):
                     per_split[key]["lukv_reversed"] = [
                         press_downstream("lukv_reversed", spec, rho, reverse_heads(split_curves[(name, s)]))
                         for s in range(n_splits)]
-    metrics["budget"] = {"target_kept_fraction": target_kept, "max_abs_kept_error": max_kept_err}
+    metrics["budget"] = {"target_kept_fraction": target_kept, "max_abs_kept_error": max(kept_errors),
+                         "n_press_runs": len(kept_errors)}
     ol = metrics["oracle_loss"]["rho80"]
     per = metrics["oracle_loss_per_split"]["rho80"]
     ds = metrics["downstream"][primary]["rho80"]
     ds_split = metrics["downstream_per_split"][primary]["rho80"]
     metrics["claims"] = {
-        "oracle_ratio_lukv_uniform": ol["lukv"] / ol["uniform"],
-        "oracle_ratio_lukv_adakv": ol["lukv"] / ol["adakv"],
         "oracle_ratio_lukv_uniform_per_split": [v / ol["uniform"] for v in per["lukv"]],
         "oracle_ratio_lukv_adakv_per_split": [v / ol["adakv"] for v in per["lukv"]],
-        "recall_gain_lukv_uniform": ds["lukv"]["recall"] - ds["uniform"]["recall"],
-        "kl_ratio_lukv_uniform": ds["lukv"]["kl"] / ds["uniform"]["kl"],
         "recall_gain_lukv_uniform_per_split": [r["recall"] - ds["uniform"]["recall"] for r in ds_split["lukv"]],
         "kl_ratio_lukv_uniform_per_split": [r["kl"] / ds["uniform"]["kl"] for r in ds_split["lukv"]],
     }
@@ -571,8 +569,6 @@ def evaluate(params: dict, ctx: RunContext):
         "shuffled_heads": {
         "oracle_ratio_lukv_uniform_per_split": [v / ol["uniform"] for v in per["lukv_shuffled"]],
         "oracle_ratio_lukv_adakv_per_split": [v / ol["adakv"] for v in per["lukv_shuffled"]],
-        "recall_gain_lukv_uniform": ds["lukv_shuffled"]["recall"] - ds["uniform"]["recall"],
-        "kl_ratio_lukv_uniform": ds["lukv_shuffled"]["kl"] / ds["uniform"]["kl"],
         "recall_gain_lukv_uniform_per_split": [r["recall"] - ds["uniform"]["recall"]
                                                for r in ds_split["lukv_shuffled"]],
         "kl_ratio_lukv_uniform_per_split": [r["kl"] / ds["uniform"]["kl"] for r in ds_split["lukv_shuffled"]]}}

@@ -54,3 +54,17 @@ def test_random_affinity_control_is_at_chance():
     labels = E.random_affinity_labels(100, 5, E.random_affinity_generator(2021))
     assert clustering_scores(y, labels)["ami"] < 0.1
     np.testing.assert_array_equal(labels, E.random_affinity_labels(100, 5, E.random_affinity_generator(2021)))
+
+
+def test_pecok_baseline_refuses_a_reference_of_another_size_before_solving(smoke_results, tmp_path):
+    # synthetic_main at smoke is (n, p, K) = (20, 30, 3); a PECOK run at p = 40 must stop on reading it
+    from shared.experiment import RunContext
+
+    ctx = RunContext(name="pecok_baseline", scale="smoke", seed=0, out_dir=tmp_path / "pecok_baseline")
+    ctx.out_dir.mkdir(parents=True)
+    params = {"n": 20, "p": 40, "K": 3, "seeds": [2021], "reference_dir": str(smoke_results / "synthetic_main")}
+    with pytest.raises(ValueError, match="synthetic_main's metrics are for"):
+        E.pecok_baseline(params, ctx)
+    assert not (ctx.out_dir / "timings.json").exists()
+    with pytest.raises(ValueError, match="synthetic_main's metrics are for"):
+        E.pecok_baseline(params | {"p": 30, "seeds": [2099]}, ctx)
