@@ -13,9 +13,13 @@ to e1 and g_i = x^T e_i (independent N(0, 1)), s = ||w|| g1 and z = cos(theta) g
 and lambda_min(H(w)) = min(E h, lambda_min of the 2 x 2 block) for d >= 3: it depends only on the plane of w
 and beta*, never on d. The basin radius is R = sup{rho : lambda_min(H(w)) > 0 for all ||w - beta*|| <= rho},
 found by scanning directions w = beta* + rho (cos psi beta* + sin psi beta_perp), psi in [0, pi] (the other
-half-plane is the mirror image). Expectations by two-dimensional Gauss-Hermite quadrature; f'' by a central
-difference of f' (step 1e-5). This is the population radius: the theorem's radius for the empirical loss at a
-finite n cannot be larger.
+half-plane is the mirror image). When lambda_min(H(beta*)) <= 0 no ball around beta* qualifies and R = 0.
+Expectations by two-dimensional Gauss-Hermite quadrature; f'' by a central difference of f' (step 1e-5). This is
+the population radius: the theorem's radius for the empirical loss at a finite n cannot be larger.
+
+``STEP_LINK`` (f = 1{z > 0}, f' = 0 almost everywhere) lies outside Theorem 3.1's class (E f'(Z)^2 = 0): h = 0
+on every quadrature node, H(w) = 0, and R = 0. The basin experiment runs it as the negative control of the
+radius claim.
 """
 from __future__ import annotations
 
@@ -25,9 +29,12 @@ import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
 
 from ._validate import check_int, check_positive
-from .links import get_link
+from .links import Link, get_link
 
-__all__ = ["hessian_min_eig", "basin_radius"]
+__all__ = ["STEP_LINK", "hessian_min_eig", "basin_radius"]
+
+STEP_LINK = Link("step", lambda z: (np.asarray(z, dtype=float) > 0).astype(float),
+                 lambda z: np.zeros_like(np.asarray(z, dtype=float)), False)
 
 _FD_STEP = 1e-5
 
@@ -39,10 +46,14 @@ def _nodes(n_nodes: int):
     return g1, g2, np.outer(w, w)
 
 
-def hessian_min_eig(link: str, w_plane, n_nodes: int = 60) -> float:
+def _as_link(link: str | Link) -> Link:
+    return link if isinstance(link, Link) else get_link(link)
+
+
+def hessian_min_eig(link: str | Link, w_plane, n_nodes: int = 60) -> float:
     """lambda_min of the population Hessian H(w) (module docstring) at w = a beta* + b beta_perp,
-    ``w_plane`` = (a, b) (a non-zero 2-vector)."""
-    lk = get_link(link)
+    ``w_plane`` = (a, b) (a non-zero 2-vector); ``link`` a name of :func:`links.get_link` or a ``Link``."""
+    lk = _as_link(link)
     n_nodes = check_int(n_nodes, "n_nodes", 10)
     wp = np.asarray(w_plane, dtype=float)
     if wp.shape != (2,) or not np.all(np.isfinite(wp)) or np.linalg.norm(wp) == 0:
@@ -59,16 +70,21 @@ def hessian_min_eig(link: str, w_plane, n_nodes: int = 60) -> float:
     return min(e_h, float(np.linalg.eigvalsh(np.array([[b11, b12], [b12, b22]]))[0]))
 
 
-def basin_radius(link: str, *, n_dirs: int = 31, step: float = 0.02, n_bisect: int = 8, rho_max: float = 2.0,
-                 n_nodes: int = 60) -> dict:
-    """Population convexity radius R of ``link`` (module docstring): for each of ``n_dirs`` directions psi in
-    [0, pi], scan rho = step, 2 step, ... up to the smallest crossing found so far (at first ``rho_max``) for
-    the first rho with lambda_min(H) <= 0, then bisect ``n_bisect`` times. Returns {"radius": R (rho_max when no
-    crossing), "psi": the direction of the nearest crossing, "h_star": lambda_min(H(beta*))}."""
+def basin_radius(link: str | Link, *, n_dirs: int = 31, step: float = 0.02, n_bisect: int = 8,
+                 rho_max: float = 2.0, n_nodes: int = 60) -> dict:
+    """Population convexity radius R of ``link`` (module docstring): 0 when lambda_min(H(beta*)) <= 0;
+    otherwise, for each of ``n_dirs`` directions psi in [0, pi], scan rho = step, 2 step, ... up to the smallest
+    crossing found so far (at first ``rho_max``) for the first rho with lambda_min(H) <= 0, then bisect
+    ``n_bisect`` times. Returns {"radius": R (rho_max when no crossing), "psi": the direction of the nearest
+    crossing (nan when none, or R = 0), "h_star": lambda_min(H(beta*))}."""
+    link = _as_link(link)
     n_dirs = check_int(n_dirs, "n_dirs", 2)
     n_bisect = check_int(n_bisect, "n_bisect", 0)
     step = check_positive(step, "step")
     rho_max = check_positive(rho_max, "rho_max")
+    h_star = hessian_min_eig(link, [1.0, 0.0], n_nodes)
+    if h_star <= 0:
+        return {"radius": 0.0, "psi": float("nan"), "h_star": h_star}
     best, best_psi = rho_max, float("nan")
     for psi in np.linspace(0.0, math.pi, n_dirs):
         u = np.array([math.cos(psi), math.sin(psi)])
@@ -86,4 +102,4 @@ def basin_radius(link: str, *, n_dirs: int = 31, step: float = 0.02, n_bisect: i
             mid = 0.5 * (lo + hi)
             lo, hi = (mid, hi) if lam(mid) > 0 else (lo, mid)
         best, best_psi = hi, float(psi)
-    return {"radius": float(best), "psi": best_psi, "h_star": hessian_min_eig(link, [1.0, 0.0], n_nodes)}
+    return {"radius": float(best), "psi": best_psi, "h_star": h_star}

@@ -587,7 +587,8 @@ def run_performance(params: dict, ctx: RunContext):
 
 
 def run_basin(params: dict, ctx: RunContext):
-    """Population convexity radius R per link (:func:`papers.robust_sim.basin.basin_radius`; Theorem 3.1), and
+    """Population convexity radius R per link (:func:`papers.robust_sim.basin.basin_radius`; Theorem 3.1) and
+    for the control link outside the theorem's class (``control.step_link``, :data:`basin.STEP_LINK`), and
     how far the spectral initialisation lands from beta*: per seed, the largest ||w_0 - beta*|| over
     ``adversaries`` at ``eps`` (``init_link``, n x d data as in init_scaling) for the stability-filter init
     (``robust``) and the plain spectral init (``plain``, the control), and its ratio to R of ``init_link``."""
@@ -601,6 +602,12 @@ def run_basin(params: dict, ctx: RunContext):
             rows.add("population", 0, 0, "basin_radius", out["radius"], link=link)
             ctx.log(f"basin: {link} R = {out['radius']:.3f}")
         metrics["min_radius"] = min(v["radius"] for v in metrics["radius"].values())
+        from .basin import STEP_LINK
+
+        control = basin_radius(STEP_LINK, n_dirs=int(params["n_dirs"]), step=float(params["step"]),
+                               n_bisect=int(params["n_bisect"]), n_nodes=int(params["n_nodes"]))
+        metrics["control"] = {"step_link": control}
+        ctx.log(f"basin control: step link (f' = 0 almost everywhere) R = {control['radius']:.3f}")
         link, sigma, nu, eps = params["init_link"], float(params["sigma"]), _noise_df(params), float(params["eps"])
         n, d, seeds = int(params["n"]), int(params["d"]), int(params["seeds"])
         dist = {"robust": np.zeros(seeds), "plain": np.zeros(seeds)}

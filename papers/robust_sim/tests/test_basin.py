@@ -46,3 +46,23 @@ def test_basin_bad_inputs():
         hessian_min_eig("nope", (1.0, 0.0))
     with pytest.raises(ValueError, match="step"):
         basin_radius("gelu", step=0.0)
+
+
+def test_step_link_has_a_zero_hessian_and_no_basin():
+    # f = 1{z > 0}: f' = 0 almost everywhere, so h = f'(s)^2 + (f(s) - f(z)) f''(s) = 0 and H(w) = 0
+    from papers.robust_sim.basin import STEP_LINK
+
+    for w in [(1.0, 0.0), (0.7, 0.2), (1.3, -0.5)]:
+        assert hessian_min_eig(STEP_LINK, w, n_nodes=20) == 0.0
+    out = basin_radius(STEP_LINK, n_dirs=5, step=0.1, n_bisect=3, n_nodes=20)
+    assert out["radius"] == 0.0 and out["h_star"] == 0.0 and math.isnan(out["psi"])
+
+
+def test_radius_is_zero_when_the_hessian_at_beta_star_is_not_positive(monkeypatch):
+    # R = sup{rho : lambda_min(H) > 0 on the ball of radius rho} is 0 when lambda_min(H(beta*)) <= 0, whatever
+    # the Hessian does further away (the scan, which starts at rho = step, would report rho_max here)
+    import papers.robust_sim.basin as B
+
+    monkeypatch.setattr(B, "hessian_min_eig", lambda link, w, n_nodes=60: float(np.linalg.norm(np.asarray(w)
+                                                                                               - [1.0, 0.0])))
+    assert B.basin_radius("gelu", n_dirs=3, step=0.1, n_bisect=2)["radius"] == 0.0
