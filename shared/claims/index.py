@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 
 from shared.claims.report import count_line, parse_audit_block
 from shared.config import REPO_ROOT, SCALES, load_yaml
 from shared.results import atomic_write_text
 
-__all__ = ["render_index", "experiment_cpu_s", "main"]
+__all__ = ["render_index", "main"]
 
 _INTRO = """# Audit reports
 
@@ -54,9 +53,6 @@ _HEADER = ["| paper | fidelity | official addressed | paper claims (judged) | re
            "inconclusive | not evaluated | checks passing | without a control | experiment wall (s) | "
            "experiment CPU (s) | commit |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-# the provenance line of a report (shared.claims.report._provenance); CPU time is read from it, not from the
-# audit block, so that older reports need not be rendered again
-_EXPERIMENT_TIME = re.compile(r"experiment time, total: [0-9.]+ s wall, ([0-9.]+) s CPU")
 _SUMMED = ("official_addressed", "official_total", "paper_total", "reproduced", "reduced", "not_reproduced",
            "inconclusive", "not_evaluated", "cannot_fail", "checks_passing", "checks_total", "checks_not_evaluated",
            "findings_holding", "findings_total", "no_control")
@@ -68,14 +64,8 @@ def _blocks(scale: str) -> list[dict]:
         text = path.read_text(encoding="utf-8")
         block = parse_audit_block(text)
         if block is not None and block.get("version") == 2:
-            blocks.append({**block, "file": f"{scale}/{path.name}", "cpu_s": experiment_cpu_s(text)})
+            blocks.append({**block, "file": f"{scale}/{path.name}"})
     return blocks
-
-
-def experiment_cpu_s(report_text: str) -> float | None:
-    """Summed CPU seconds of a report's experiments (its provenance line), None when the report has none."""
-    match = _EXPERIMENT_TIME.search(report_text)
-    return float(match.group(1)) if match else None
 
 
 def _row(b: dict) -> str:

@@ -230,7 +230,8 @@ def _provenance(slug, scale, config, experiments, not_run) -> tuple[list[str], d
     lines.append(f"- experiment time, total: {total:.1f} s wall, {cpu:.1f} s CPU of the experiment processes and the "
                  f"child processes they waited for (wall exceeds CPU when jobs share cores)")
     lines += ["", "| experiment | wall (s) | CPU (s) | code at run time |", "|---|---|---|---|", *rows]
-    return lines, {"wall_s": round(total, 1), "commit": state["commit"], "inputs_dirty": dirty}
+    return lines, {"wall_s": round(total, 1), "cpu_s": round(cpu, 1), "commit": state["commit"],
+                   "inputs_dirty": dirty}
 
 
 def render_report(slug: str, scale: str) -> str:
