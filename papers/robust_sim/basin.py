@@ -76,7 +76,7 @@ def basin_radius(link: str | Link, *, n_dirs: int = 31, step: float = 0.02, n_bi
     otherwise, for each of ``n_dirs`` directions psi in [0, pi], scan rho = step, 2 step, ... up to the smallest
     crossing found so far (at first ``rho_max``) for the first rho with lambda_min(H) <= 0, then bisect
     ``n_bisect`` times. Returns {"radius": R (rho_max when no crossing), "psi": the direction of the nearest
-    crossing (nan when none, or R = 0), "h_star": lambda_min(H(beta*))}."""
+    crossing (None when there is none, or R = 0), "h_star": lambda_min(H(beta*))}."""
     link = _as_link(link)
     n_dirs = check_int(n_dirs, "n_dirs", 2)
     n_bisect = check_int(n_bisect, "n_bisect", 0)
@@ -84,8 +84,8 @@ def basin_radius(link: str | Link, *, n_dirs: int = 31, step: float = 0.02, n_bi
     rho_max = check_positive(rho_max, "rho_max")
     h_star = hessian_min_eig(link, [1.0, 0.0], n_nodes)
     if h_star <= 0:
-        return {"radius": 0.0, "psi": float("nan"), "h_star": h_star}
-    best, best_psi = rho_max, float("nan")
+        return {"radius": 0.0, "psi": None, "h_star": h_star}
+    best, best_psi = rho_max, None
     for psi in np.linspace(0.0, math.pi, n_dirs):
         u = np.array([math.cos(psi), math.sin(psi)])
         lam = lambda rho: hessian_min_eig(link, np.array([1.0, 0.0]) + rho * u, n_nodes)  # noqa: E731
