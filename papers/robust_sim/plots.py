@@ -236,10 +236,14 @@ def _performance(results: Path, out: Path) -> None:
 
 
 def _basin_radius(results: Path, out: Path) -> None:
-    """basin_radius.csv: the population convexity radius R per link and the robust / plain init distances."""
+    """basin_radius.csv: the population convexity radius R per link (and of the step-link control) and the
+    robust / plain init distances."""
     met = read_metrics(results / "basin" / "metrics.json")
     rows = [{"what": "population convexity radius R", "link": lk, "value": v["radius"],
              "psi_nearest_crossing": v["psi"], "lambda_min_H_star": v["h_star"]} for lk, v in met["radius"].items()]
+    ctl = met["control"]["step_link"]
+    rows.append({"what": "population convexity radius R, control (f' = 0 almost everywhere)", "link": "step",
+                 "value": ctl["radius"], "psi_nearest_crossing": ctl["psi"], "lambda_min_H_star": ctl["h_star"]})
     for m, vals in met["init_dist_per_seed"].items():
         rows.append({"what": f"largest ||w_0 - beta*|| over the adversaries, {m} init (mean over seeds)",
                      "link": met["init_link"], "value": float(np.mean(vals))})
