@@ -72,6 +72,18 @@ def tune_horizon_baselines(prob, K: int, grid, record_every: int = 1) -> dict:
     return out
 
 
+def tune_baselines_apart(make_instance, tune_seed: int, seeds, K: int, grid, record_every: int = 1) -> dict:
+    """:func:`tune_horizon_baselines` on a separate instance ``make_instance(tune_seed)``, refusing a ``tune_seed``
+    among the evaluation ``seeds``; each baseline's entry also says whether its choice lies on an edge of ``grid``
+    (``at_edge``: the best constant could lie outside it)."""
+    if int(tune_seed) in [int(s) for s in seeds]:
+        raise ValueError(f"tune_seed {tune_seed} must not be one of the evaluation seeds {list(seeds)}")
+    tuning = tune_horizon_baselines(make_instance(int(tune_seed)), K, grid, record_every=record_every)
+    for result in tuning.values():
+        result["at_edge"] = result["best_step_c"] in (min(grid), max(grid))
+    return tuning
+
+
 def _write_timing(ctx: RunContext, timing: dict) -> None:
     write_metrics(timing, ctx.out_dir / "timing.json")
     ctx.record(timing=timing)
@@ -92,6 +104,8 @@ def _cc_games(params: dict) -> list[tuple[str, object, int | None]]:
 def run_cc_games(params: dict, ctx: RunContext):
     """Six methods on the matrix games; last-iterate duality gap at every k, LP values by HiGHS.
 
+    R-PDCG and CG-RPGA run with the step constant tuned over ``baseline_steps`` on a separate uniform game (seed
+    ``tune_seed``, not evaluated; :func:`tune_baselines_apart`).
     On the uniform games the three LMO variants also run with a frozen smoothing weight (``control_omega``,
     e.g. 0.01: mu_k barely decreases), the negative control of "dual dynamic smoothing". Per-seed lists:
     ``cc.per_seed.worst_lmo_slope`` (the largest gap slope over the three variants, per uniform game),
@@ -102,8 +116,10 @@ def run_cc_games(params: dict, ctx: RunContext):
     rows, gap_final, slopes, values = [], {}, {}, {}
     frozen = {"gap_final": {}, "slope": {}}
     games = _cc_games(params)
-    grid = [float(c) for c in params["baseline_steps"]]
-    tuning = tune_horizon_baselines(games[0][1], K, grid)   # tuned on the first uniform game, used on all
+    n, m = params["uniform_shape"]
+    tuning = tune_baselines_apart(lambda seed: make_problem("uniform_game", n=n, m=m, seed=seed),
+                                  params["tune_seed"], params["uniform_seeds"], K,
+                                  [float(c) for c in params["baseline_steps"]])
     steps_c = {m: tuning[m]["best_step_c"] for m in BOROUN_BASELINES}
     for label, game, seed in games:
         value, _, _ = game_value(game.A)
@@ -143,7 +159,8 @@ def run_cc_games(params: dict, ctx: RunContext):
                 "slope": {m: [slopes[lab][m] for lab in uniform] for m in CC_METHODS}}
     metrics = {"cc": {"gap_final": gap_final, "slope": {k: v for k, v in slopes.items() if v != {}},
                       "ratio_vxy_spfw": max(ratios), "ratio_vxy_spfw_se": mean_and_se(ratios)[1],
-                      "per_seed": per_seed, "values": values, "K": K, "baseline_tuning": tuning}}
+                      "per_seed": per_seed, "values": values, "K": K, "baseline_tuning": tuning,
+                      "tune_seed": int(params["tune_seed"])}}
     if control_omega is not None:
         metrics["cc"]["control"] = {"frozen_smoothing": {
             "omega": float(control_omega), **frozen,
@@ -368,16 +385,11 @@ def run_robust_multiclass(params: dict, ctx: RunContext):
     K, every = int(params["K"]), int(params.get("record_every", 10))
     shape = {k: params[k] for k in ("N", "d", "C", "s", "delta") if k in params}
     seeds, tune_seed = [int(s) for s in params["seeds"]], int(params["tune_seed"])
-    if tune_seed in seeds:
-        raise ValueError(f"tune_seed {tune_seed} must not be one of the evaluation seeds {seeds}")
+    tuning = tune_baselines_apart(lambda seed: make_problem("robust_multiclass", seed=seed, **shape), tune_seed,
+                                  seeds, K, [float(c) for c in params["baseline_steps"]], record_every=every)
     methods = (*RMC_METHODS, *BOROUN_BASELINES)
     rows, gaps, timing = [], {m: [] for m in methods}, {m: [] for m in methods}
     controls = {"frozen_smoothing": [], "freeze_y": []}
-    grid = [float(c) for c in params["baseline_steps"]]
-    tuning = tune_horizon_baselines(make_problem("robust_multiclass", seed=tune_seed, **shape), K, grid,
-                                    record_every=every)
-    for result in tuning.values():
-        result["at_edge"] = result["best_step_c"] in (min(grid), max(grid))
     steps_c = {m: tuning[m]["best_step_c"] for m in BOROUN_BASELINES}
     ctx.log(f"tuned on seed {tune_seed}: " + ", ".join(f"{m} c={c:g}" for m, c in steps_c.items()))
     for seed in seeds:

@@ -1,7 +1,7 @@
-"""The robust multiclass experiment tunes the baselines on an instance it does not evaluate on."""
+"""The matrix-game and robust multiclass experiments tune the baselines on an instance they do not evaluate on."""
 import pytest
 
-from papers.pf_minimax.experiments import BOROUN_BASELINES, run_robust_multiclass
+from papers.pf_minimax.experiments import BOROUN_BASELINES, run_cc_games, run_robust_multiclass
 from papers.pf_minimax.methods import run_method
 from papers.pf_minimax.problems import make_problem
 from shared.experiment import RunContext
@@ -33,3 +33,26 @@ def test_baselines_are_tuned_on_the_tuning_instance(tmp_path):
         eval_prob = make_problem("robust_multiclass", seed=0, **SHAPE)
         gap0 = float(run_method(method, eval_prob, 20, record_every=10, step_c=best).measure[-1])
         assert rmc["per_seed"]["gap_final"][method][0] == gap0
+
+
+GAMES = {"uniform_shape": [6, 5], "uniform_seeds": [0, 1], "tune_seed": 3, "K": 40, "baseline_steps": [0.125, 0.5]}
+
+
+def test_cc_games_refuse_a_tuning_game_among_the_evaluated_ones():
+    with pytest.raises(ValueError, match="tune_seed 0 must not be one of the evaluation seeds"):
+        run_cc_games({**GAMES, "tune_seed": 0}, None)
+
+
+def test_cc_games_tune_the_baselines_on_the_tuning_game(tmp_path):
+    ctx = RunContext(name="cc_games", scale="smoke", seed=0, out_dir=tmp_path, paper="pf_minimax")
+    _, metrics = run_cc_games(GAMES, ctx)
+    cc = metrics["cc"]
+    assert cc["tune_seed"] == 3
+    game = make_problem("uniform_game", n=6, m=5, seed=3)
+    for method in BOROUN_BASELINES:
+        finals = {c: float(run_method(method, game, 40, step_c=c).measure[-1]) for c in GAMES["baseline_steps"]}
+        assert cc["baseline_tuning"][method]["gap_final"] == {f"{c:g}": v for c, v in finals.items()}
+        assert cc["baseline_tuning"][method]["at_edge"]   # a two-point grid has no interior
+        best = cc["baseline_tuning"][method]["best_step_c"]
+        evaluated = make_problem("uniform_game", n=6, m=5, seed=1)
+        assert cc["gap_final"]["uniform_s1"][method] == float(run_method(method, evaluated, 40, step_c=best).measure[-1])
