@@ -431,14 +431,20 @@ def _eval_metrics(regret: dict, checkpoints, n_models: int, A: int) -> dict:
 
 # --------------------------------------------------------------------------------------------- streams
 STREAM_FAMILIES = ("opo", "squarecb", "regcb", "adacb", "eps_greedy", "uniform", "supervised", "vw_squarecb",
-                   "vw_regcb")
-STREAM_COMPARED = ("eps_greedy", "squarecb", "regcb", "adacb", "vw_squarecb", "vw_regcb")  # OPO's comparators
+                   "vw_regcb", "opo_logistic", "squarecb_logistic")
+STREAM_COMPARED = ("eps_greedy", "squarecb", "regcb", "adacb", "vw_squarecb", "vw_regcb",
+                   "squarecb_logistic")  # OPO's comparators
+LOGISTIC_FAMILIES = {"opo_logistic": "opo", "squarecb_logistic": "squarecb"}   # on the online logistic oracle
 
 
 def _stream_grid(params: dict, family: str) -> list[dict]:
-    """Configurations of one stream family: :func:`_grid`, and Vowpal Wabbit's explorers
-    (:mod:`papers.opo_cmab.vw_baselines`) from ``vw_squarecb_gamma_scale`` and ``vw_regcb_mellowness`` (none when
-    the key is absent)."""
+    """Configurations of one stream family: :func:`_grid`, Vowpal Wabbit's explorers
+    (:mod:`papers.opo_cmab.vw_baselines`) from ``vw_squarecb_gamma_scale`` and ``vw_regcb_mellowness``, and OPO and
+    SquareCB on the online logistic oracle (``opo_logistic``, ``squarecb_logistic``: their own grid times the
+    learning rates ``logistic_lr``); none when the key is absent."""
+    if family in LOGISTIC_FAMILIES:
+        return [{**spec, "oracle": "logistic", "lr": float(lr)}
+                for spec in _grid(params, LOGISTIC_FAMILIES[family]) for lr in params.get("logistic_lr", [])]
     if family == "vw_squarecb":
         return [{"algo": "vw_squarecb", "gamma_scale": float(g)} for g in params.get("vw_squarecb_gamma_scale", [])]
     if family == "vw_regcb":
@@ -447,7 +453,10 @@ def _stream_grid(params: dict, family: str) -> list[dict]:
 
 
 def _stream_label(spec: dict) -> str:
-    """:func:`config_label`, and ``vw_squarecb_gs<g>`` / ``vw_regcb_mellow<c0>`` for Vowpal Wabbit's explorers."""
+    """:func:`config_label`, ``vw_squarecb_gs<g>`` / ``vw_regcb_mellow<c0>`` for Vowpal Wabbit's explorers, and
+    ``<label>_logistic_lr<lr>`` on the online logistic oracle."""
+    if spec.get("oracle") == "logistic":
+        return f"{config_label(spec)}_logistic_lr{spec['lr']:g}"
     if spec["algo"] == "vw_squarecb":
         return f"vw_squarecb_gs{spec['gamma_scale']:g}"
     if spec["algo"] == "vw_regcb":
@@ -457,10 +466,19 @@ def _stream_label(spec: dict) -> str:
 
 def _any_agent(spec: dict, env, oracle_kind: str = "ridge", oracle_seed: int = 0, lam: float = 1.0):
     """The agent of ``spec``: Vowpal Wabbit's (``vw_squarecb`` / ``vw_regcb``, its own online learner, VW's random
-    seed ``oracle_seed``) or ours on a fresh oracle (:func:`make_agent`)."""
+    seed ``oracle_seed``), OPO or SquareCB on a fresh online logistic oracle (``spec["oracle"] == "logistic"``,
+    learning rate ``spec["lr"]``), or ours on a fresh oracle of ``oracle_kind`` (:func:`make_agent`)."""
     if spec["algo"] in ("vw_squarecb", "vw_regcb"):
         from papers.opo_cmab.vw_baselines import make_vw_agent
         return make_vw_agent(spec, env, seed=oracle_seed)
+    if spec.get("oracle") == "logistic":
+        from papers.opo_cmab.oracles import OnlineLogisticOracle
+        oracle = OnlineLogisticOracle(env.context_dim, env.n_actions, spec["lr"])
+        if spec["algo"] == "opo":
+            return OPOCMAB(env.n_actions, spec["eta"], spec["gamma"], oracle)
+        if spec["algo"] == "squarecb":
+            return SquareCB(env.n_actions, oracle, gamma_scale=spec["gamma_scale"])
+        raise ValueError(f"the online logistic oracle runs OPO and SquareCB only, got {spec['algo']!r}")
     return make_agent(spec, env, oracle_kind, oracle_seed, lam)
 
 
@@ -477,7 +495,9 @@ def streams(params: dict, ctx: RunContext):
     ``adacb_gamma_scale`` x ``adacb_c0``) are tuned like OPO and SquareCB, and so are Vowpal Wabbit's SquareCB
     (``vw_squarecb_gamma_scale``) and RegCB-optimistic (``vw_regcb_mellowness``), which run VW's own online learner
     on the same row orders and action and loss draws (:mod:`papers.opo_cmab.vw_baselines`; ``diff_vw_squarecb``,
-    ``diff_vw_regcb``).
+    ``diff_vw_regcb``). OPO and SquareCB also run on the online logistic oracle, the learner of the paper's runs
+    (``logistic_lr`` tuned with the other hyper-parameters); ``logistic`` holds the summaries with OPO-logistic as
+    the learner (``logistic.gap_uniform``, ``logistic.diff_squarecb_logistic``, ...).
     """
     names, n_shuffles, lam = list(params["streams"]), int(params["shuffles"]), float(params.get("lam", 1.0))
     n_tune = int(params.get("tune_shuffles", 0))
@@ -534,6 +554,8 @@ def streams(params: dict, ctx: RunContext):
                     f"evaluated on {n_shuffles}")
     metrics = {"streams": per_stream, "shuffles": n_shuffles, "tune_shuffles": n_tune}
     metrics.update(_stream_summaries(per_stream, "opo", n_shuffles))
+    if all("opo_logistic" in d["per_shuffle"] for d in per_stream.values()):
+        metrics["logistic"] = _stream_summaries(per_stream, "opo_logistic", n_shuffles)
     metrics["control"] = {"uniform": _stream_summaries(per_stream, "uniform", n_shuffles)}
     write_arrays(ctx.out_dir / "curves.npz", **curves)
     rps = {name: {lab: v[1] / v[0] for lab, v in d.items()} for name, d in timings.items()}

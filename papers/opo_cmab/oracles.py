@@ -286,3 +286,77 @@ def ridge_bound_binary_search(p0: float, s: float, radius: float, target: float,
         if abs(pred(lo) - pred(hi)) <= tol:
             break
     return pred(lo)
+
+
+class OnlineLogisticOracle:
+    """Per-action online logistic regression of the loss on the context: the learner of the paper's runs (Vowpal
+    Wabbit with ``--loss_function logistic --sigmoid`` and a tuned ``--learning_rate``).
+
+    For action a, prediction f(x, a) = sigmoid(w_a . x). Each observation (x, a, l), l in [0, 1], takes one
+    per-coordinate adaptive (AdaGrad) step on the cross-entropy -l log f - (1 - l) log(1 - f), whose gradient in
+    w_a is g = (f(x, a) - l) x:
+
+        G_a <- G_a + g * g,   w_a <- w_a - lr * g / sqrt(G_a)   (coordinates with G_a = 0 stay put),
+
+    VW's ``--adaptive`` update (its default also normalises by the feature scale and makes the update
+    importance-invariant; those parts are not built). Snapshots are stored like :class:`RidgeOracle`'s (one weight
+    version per action and a version table). f_hat_1 := 0 (row 0 of the snapshots, and ``predict`` before any
+    observation); afterwards an action without data predicts sigmoid(0) = 1/2. There is no version space, so
+    ``confidence_bounds`` (RegCB, AdaCB) is not available.
+    """
+
+    log_class_size = None
+
+    def __init__(self, dim: int, n_actions: int, lr: float = 0.5):
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
+            raise ValueError(f"dim must be a positive integer, got {dim!r}")
+        self.dim = int(dim)
+        self.n_actions = check_n_actions(n_actions)
+        self.lr = validate_nonneg(lr, "lr")
+        if self.lr == 0:
+            raise ValueError("lr must be positive, got 0")
+        self.w = np.zeros((self.n_actions, self.dim))
+        self.sq_grad = np.zeros((self.n_actions, self.dim))
+        self.n_obs = 0
+        self._versions = [_Growing((self.dim,)) for _ in range(self.n_actions)]
+        for hist in self._versions:
+            hist.append(np.zeros(self.dim))
+        self._table = _Growing((self.n_actions,), dtype=np.int64)
+        self._table.append(np.zeros(self.n_actions, dtype=np.int64))
+
+    def add(self, context, action: int, loss: float) -> None:
+        """One adaptive gradient step on the played action's cross-entropy; store the new snapshot."""
+        x = check_context(context, self.dim)
+        action, loss = check_feedback(self.n_actions, action, loss)
+        grad = (float(sigmoid(self.w[action] @ x)) - loss) * x
+        self.sq_grad[action] += grad * grad
+        moved = self.sq_grad[action] > 0
+        self.w[action, moved] -= self.lr * grad[moved] / np.sqrt(self.sq_grad[action, moved])
+        self.n_obs += 1
+        self._versions[action].append(self.w[action])
+        row = self._table.data[self._table.n - 1].copy()
+        row[action] = self._versions[action].n - 1
+        self._table.append(row)
+
+    def predict(self, context) -> np.ndarray:
+        """sigmoid(W x) with the newest weights (zeros before any observation: f_hat_1 = 0)."""
+        x = check_context(context, self.dim)
+        return sigmoid(self.w @ x) if self.n_obs else np.zeros(self.n_actions)
+
+    def snapshot_predictions(self, context) -> np.ndarray:
+        """(j + 1, A): row 0 zeros, row k (k >= 1) sigmoid(W_{k+1} x), W_{k+1} the weights after k observations."""
+        x = check_context(context, self.dim)
+        table = self._table.view()
+        out = np.empty(table.shape, dtype=float)
+        for a in range(self.n_actions):
+            out[:, a] = sigmoid(self._versions[a].view() @ x)[table[:, a]]
+        out[0] = 0.0
+        return out
+
+    def confidence_bounds(self, context, radius: float):
+        raise NotImplementedError("the online logistic oracle has no version space: RegCB and AdaCB need the "
+                                  "ridge or the finite-class oracle")
+
+    def fresh(self) -> "OnlineLogisticOracle":
+        """An empty oracle with the same dim, actions and learning rate."""
+        return OnlineLogisticOracle(self.dim, self.n_actions, self.lr)

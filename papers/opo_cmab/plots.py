@@ -17,12 +17,13 @@ from shared.results import atomic_path, atomic_write_text, markdown_table, read_
 __all__ = ["make_figures", "LABELS"]
 
 FAMILIES = ("opo", "squarecb", "falcon", "greedy", "eps_greedy", "uniform", "supervised", "opo_theory", "regcb",
-            "adacb", "vw_squarecb", "vw_regcb")
+            "adacb", "vw_squarecb", "vw_regcb", "opo_logistic", "squarecb_logistic")
 LABELS = {"opo": "OPO-CMAB (tuned)", "squarecb": "SquareCB (tuned)", "falcon": "FALCON (tuned)", "greedy": "greedy",
           "regcb": "RegCB-opt (tuned)", "adacb": "AdaCB core: elim + IGW (tuned)",
           "eps_greedy": "eps-greedy (0.05)", "uniform": "uniform", "supervised": "supervised (full info)",
           "opo_theory": "OPO (theory tuning)", "vw_squarecb": "VW --squarecb (tuned)",
-          "vw_regcb": "VW --regcb --regcbopt (tuned)"}
+          "vw_regcb": "VW --regcb --regcbopt (tuned)", "opo_logistic": "OPO-CMAB, online logistic (tuned)",
+          "squarecb_logistic": "SquareCB, online logistic (tuned)"}
 COLORS = method_colors(FAMILIES)
 
 
@@ -34,7 +35,9 @@ def _write_csv(frame: pd.DataFrame, path: Path) -> None:
 EVAL_CURVES = (("opo_tuned", "opo"), ("opo_tuned_nobonus", "opo_nobonus"), ("opo_theory", "opo_theory"),
                ("squarecb_tuned", "squarecb"), ("falcon_tuned", "falcon"), ("regcb_tuned", "regcb"),
                ("adacb_tuned", "adacb"), ("greedy", "greedy"), ("uniform", "uniform"))
-STREAM_CURVES = ("opo", "squarecb", "regcb", "adacb", "vw_squarecb", "vw_regcb", "eps_greedy", "uniform", "supervised")
+STREAM_CURVES = ("opo", "squarecb", "regcb", "adacb", "vw_squarecb", "vw_regcb", "opo_logistic", "squarecb_logistic",
+                 "eps_greedy", "uniform", "supervised")
+STREAM_TUNED = ("opo", "squarecb", "regcb", "adacb", "vw_squarecb", "vw_regcb", "opo_logistic", "squarecb_logistic")
 
 
 def _band(curves, key: str, stride: int = 1):
@@ -175,7 +178,7 @@ def _pv_curves(results: Path, out: Path) -> None:
             pv, lo, hi = _band(curves, f"{name}__{fam}")
             t = np.arange(1, pv.size + 1)
             plot_band(ax, t, pv, lo, hi, label=LABELS[fam], color=COLORS[fam],
-                      linestyle="--" if fam == "supervised" else "-")
+                      linestyle="--" if fam == "supervised" else "-." if fam.endswith("_logistic") else "-")
         ax.set_title(f"{name} (A = {metrics['streams'][name]['n_actions']})")
         ax.set_ylim(0, 1)
         ax.set_xlabel("round")
@@ -191,12 +194,8 @@ def _pv_table(results: Path, out: Path) -> None:
     for name, d in metrics["streams"].items():
         row = {"stream": name, "n": d["n"], "supervised_pv": d["pv"]["supervised"]}
         row.update({f"{fam}_minus_supervised": d["pv_minus_supervised"][fam]
-                    for fam in ("opo", "squarecb", "regcb", "adacb", "vw_squarecb", "vw_regcb", "eps_greedy",
-                                "uniform")
-                    if fam in d["pv_minus_supervised"]})
-        row.update({f"{fam}_tuned": d["tuned"][fam]
-                    for fam in ("opo", "squarecb", "regcb", "adacb", "vw_squarecb", "vw_regcb")
-                    if fam in d["tuned"]})
+                    for fam in (*STREAM_TUNED, "eps_greedy", "uniform") if fam in d["pv_minus_supervised"]})
+        row.update({f"{fam}_tuned": d["tuned"][fam] for fam in STREAM_TUNED if fam in d["tuned"]})
         rows.append(row)
     _write_csv(pd.DataFrame(rows), out / "pv_table.csv")
 
