@@ -238,7 +238,9 @@ def training(params: dict, ctx: RunContext):
     """The training runs of one (partition, init) panel. ``runs`` maps a run name to its method options; a
     run with ``lr_grid`` is repeated for every lr and the one with the lowest mean training loss over the
     last 10% of rounds is kept (never the test set). Metrics per run and seed: final_acc, rounds_to_90,
-    bytes per client per round by category, and for hosfl the mean alignment cos(ghat, g)."""
+    bytes per client per round by category, and for hosfl the mean alignment cos(ghat, g). ``paired`` holds
+    per-seed lists over the seeds two runs share: accuracy differences in points and ratios of the censored
+    rounds to 90%."""
     _torch_setup()
     common = dict(params.get("common", {}))
     seeds = [int(s) for s in params.get("seeds", [0])]
@@ -246,7 +248,7 @@ def training(params: dict, ctx: RunContext):
     rounds, eval_every = int(common["rounds"]), int(common.get("eval_every", 10))
     metrics = {"runs": {}, "common": {k: v for k, v in common.items() if not isinstance(v, dict)}}
     rows, arrays, diverged = [], {}, {}
-    per_run_seeds = {}
+    per_run_seeds, per_run_r90 = {}, {}
     for name, opts in ctx.progress(runs.items(), total=len(runs), what="runs"):
         opts = dict(opts)
         grid = opts.pop("lr_grid", None)
@@ -277,8 +279,11 @@ def training(params: dict, ctx: RunContext):
         m["final_acc_per_seed"] = [float(a) for a in accs]
         per_run_seeds[name] = dict(zip(run_seeds, accs))
         r90 = [o["rounds_to_90"] for _, _, o, _ in per_seed]
+        r90_censored = [_censored(r, rounds, eval_every) for r in r90]
         m["rounds_to_90"] = None if any(r is None for r in r90) else float(np.mean(r90))
-        m["rounds_to_90_censored"] = float(np.mean([_censored(r, rounds, eval_every) for r in r90]))
+        m["rounds_to_90_censored"] = float(np.mean(r90_censored))
+        m["rounds_to_90_censored_per_seed"] = r90_censored
+        per_run_r90[name] = dict(zip(run_seeds, r90_censored))
         seed0, lr0, out0, grid_losses = per_seed[0]
         method = out0["method"]
         m["method"] = method
@@ -319,7 +324,7 @@ def training(params: dict, ctx: RunContext):
     metrics["batch_size"] = int(common.get("batch_size", 32))
     metrics["n_clients"] = int(common.get("n_clients", 10))
     _comparisons(metrics)
-    metrics["paired"] = _paired_differences(per_run_seeds)
+    metrics["paired"] = {**_paired_differences(per_run_seeds), **_paired_r90_ratios(per_run_r90)}
     write_arrays(ctx.out_dir / "curves.npz", **arrays)
     return rows, metrics
 
@@ -337,6 +342,23 @@ def _paired_differences(per_run_seeds):
                 continue
             common = [s for s in accs if s in per_run_seeds[base]]
             out[f"{name}_minus_{base}_points"] = [100 * (accs[s] - per_run_seeds[base][s]) for s in common]
+    return out
+
+
+R90_BASES = ("sfl_fo_tau1", "hosfl")
+
+
+def _paired_r90_ratios(per_run_r90):
+    """Per-seed ratios of the censored rounds to 90% test accuracy, ``r90_ratio_<run>_<base>``: for every run
+    against each base in ``R90_BASES``, the list over the seeds both ran of r90(run, s) / r90(base, s). A run that
+    never reaches 90% counts as one evaluation past the horizon (``_censored``), so its ratios are bounds."""
+    out = {}
+    for name, r90 in per_run_r90.items():
+        for base in R90_BASES:
+            if base == name or base not in per_run_r90:
+                continue
+            shared = [s for s in r90 if s in per_run_r90[base]]
+            out[f"r90_ratio_{name}_{base}"] = [r90[s] / per_run_r90[base][s] for s in shared]
     return out
 
 

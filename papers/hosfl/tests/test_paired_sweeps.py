@@ -63,3 +63,16 @@ def test_width_sweep_without_seeds_is_seed_zero(tmp_path):
     a = width_sweep(params, _ctx(tmp_path, "w"))[1]
     b = width_sweep({**params, "seeds": [0]}, _ctx(tmp_path, "w"))[1]
     assert a["compare"] == b["compare"] and a["paired"]["seeds"] == [0]
+
+
+def test_training_r90_ratios_are_per_seed(tmp_path):
+    from papers.hosfl.experiments import training
+    params = {"seeds": [0, 1], "common": {**COMMON, "partition": "iid", "init": "random"},
+              "runs": {"hosfl": {"method": "hosfl"}, "sfl_fo_tau1": {"method": "sfl_fo", "tau": 1}}}
+    _, met = training(params, _ctx(tmp_path, "iid"))
+    h = met["runs"]["hosfl"]["rounds_to_90_censored_per_seed"]
+    f = met["runs"]["sfl_fo_tau1"]["rounds_to_90_censored_per_seed"]
+    assert len(h) == len(f) == 2
+    assert np.mean(h) == pytest.approx(met["runs"]["hosfl"]["rounds_to_90_censored"])
+    assert met["paired"]["r90_ratio_hosfl_sfl_fo_tau1"] == pytest.approx([a / b for a, b in zip(h, f)])
+    assert met["paired"]["r90_ratio_sfl_fo_tau1_hosfl"] == pytest.approx([b / a for a, b in zip(h, f)])

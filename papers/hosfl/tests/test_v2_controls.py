@@ -38,3 +38,14 @@ def test_paired_differences_use_shared_seeds_only():
     out = _paired_differences({"hosfl": {0: 0.9, 1: 0.8, 2: 0.7}, "frozen": {0: 0.5, 2: 0.6}})
     assert out["hosfl_minus_frozen_points"] == pytest.approx([40.0, 10.0])
     assert out["frozen_minus_hosfl_points"] == pytest.approx([-40.0, -10.0])
+
+
+def test_paired_r90_ratios_are_per_seed_over_shared_seeds():
+    from papers.hosfl.experiments import _paired_r90_ratios
+    out = _paired_r90_ratios({"hosfl": {0: 100, 1: 200, 2: 50}, "sfl_fo_tau1": {0: 50, 2: 100},
+                              "sfl_zo": {0: 610, 1: 400}})
+    assert out["r90_ratio_hosfl_sfl_fo_tau1"] == pytest.approx([2.0, 0.5])
+    assert out["r90_ratio_sfl_fo_tau1_hosfl"] == pytest.approx([0.5, 2.0])
+    assert out["r90_ratio_sfl_zo_hosfl"] == pytest.approx([6.1, 2.0])
+    assert out["r90_ratio_sfl_zo_sfl_fo_tau1"] == pytest.approx([12.2])
+    assert "r90_ratio_hosfl_hosfl" not in out and "r90_ratio_sfl_fo_tau1_sfl_zo" not in out
