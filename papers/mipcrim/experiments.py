@@ -1091,7 +1091,9 @@ def run_sensitivity(params: dict, ctx: RunContext):
 EXPERIMENTS = {"landscape": run_landscape, "sk_goe": run_sk_goe, "gset": run_gset, "tau_sweep": run_tau_sweep,
                "npp": run_npp, "kn_gw": run_kn_gw, "performance": run_performance, "tuning": run_tuning,
                "ablation": run_ablation, "er_hist": run_er_hist, "sensitivity": run_sensitivity,
-               "sk_goe_pairs": run_sk_goe_pairs, "tuning_control": run_tuning_control}
+               "sk_goe_pairs": run_sk_goe_pairs, "tuning_control": run_tuning_control,
+               # the tuner on the Table-4 graphs with 2000 or more nodes, and its control (same functions)
+               "tuning_large": run_tuning, "tuning_large_control": run_tuning_control}
 
 if __name__ == "__main__":
     main(EXPERIMENTS)
