@@ -34,7 +34,6 @@ the two tasks' gradients restricted to the shared trunk (the heads are disjoint,
 """
 from __future__ import annotations
 
-import time
 from functools import lru_cache
 
 import numpy as np
@@ -42,12 +41,12 @@ import torch
 import torch.nn.functional as F
 
 from shared import seeding
-from shared.fed import ByteLedger, partition_dirichlet, partition_iid, sample_clients
+from shared.fed import ByteLedger, partition_dirichlet, partition_iid
 
 from papers.dream.algorithms import check_common_args
 from papers.dream.data import _digits, draw_pairs
-from papers.dream.training import (ControlVariates, ScaffoldControls, client_samplers, evaluate_tasks,
-                                   multi_objective_round, record_messages, scalarised_local_models)
+from papers.dream.training import (ControlVariates, ScaffoldControls, client_samplers, federated_training,
+                                   multi_objective_round, scalarised_local_models, scalarised_step)
 
 __all__ = ["CONFLICT_METHODS", "make_conflict_digits", "TrunkMLP", "project_capped_simplex", "fedmgda_plus_weights",
            "delta_m_percent", "trunk_cosine", "run_conflict"]
@@ -299,38 +298,24 @@ def run_conflict(method: str, *, rounds: int, n_clients: int = 50, dirichlet_alp
         g = torch.cat([model.grads(theta.unsqueeze(0), Xc, Yc, eye[m].unsqueeze(0), swc) for m in range(M)])
         return trunk_cosine(g[0].double().numpy(), g[1].double().numpy(), model.trunk_dim)
 
-    out = {"round": [], "test_accuracy": [], "test_loss": [], "weights": [], "cosine": [cosine_now(x)]}
-    train_s = 0.0
     minibatches, probes = client_samplers(parts, X_tr_t, Y_tr_t, client_rngs, batch_size, probe_batch)
     sampler_kw = dict(minibatches=minibatches, probes=probes, batch_size=batch_size, local_steps=K, lr_local=eta_l)
     round_kw = dict(**sampler_kw, lr_global=eta_g, momentum=beta, cv_ema=alpha, rho=rho, correction=None)
-    for t in range(int(rounds)):
-        start = time.perf_counter()
-        part = sample_clients(n_clients, S, server_rng)
+
+    def one_round(x, part, lam):
         if method in _ROUND_NAME:
-            x_new, lam, cats = multi_objective_round(_ROUND_NAME[method], model, x, part, lam, cv, **round_kw)
-        elif method == "fedmgda_plus":  # local SGD on sum_m w_m f_{i,m}, FedMGDA+ aggregation of the updates
-            xs, y, cats = scalarised_local_models("fedavg_ls", model, x, part, w_t, controls, **sampler_kw)
+            return multi_objective_round(_ROUND_NAME[method], model, x, part, lam, cv, **round_kw)
+        xs, y, cats = scalarised_local_models("fedavg_ls" if method == "fedmgda_plus" else method, model, x, part,
+                                              w_t, controls, **sampler_kw)
+        if method == "fedmgda_plus":  # local SGD on sum_m w_m f_{i,m}, FedMGDA+ aggregation of the updates
             _, dvec, scale = fedmgda_plus_weights((xs - y).double().numpy(), float(eps), bool(normalize))
-            x_new = x - eta_g * scale * torch.from_numpy(dvec.astype(np.float32))
-        else:  # fedavg_ls / scaffold_ls on sum_m w_m f_{i,m}
-            xs, y, cats = scalarised_local_models(method, model, x, part, w_t, controls, **sampler_kw)
-            x_new = x + eta_g * (y - xs).mean(dim=0)
-        record_messages(ledger, part, cats, t, x_new, method)
-        x = x_new
-        train_s += time.perf_counter() - start
-        if (t + 1) % eval_every == 0 or t + 1 == rounds:
-            acc, loss = evaluate_tasks(model, x, X_te_t, Y_te_t)
-            out["round"].append(t + 1)
-            out["test_accuracy"].append(acc)
-            out["test_loss"].append(loss)
-            out["weights"].append(np.asarray(lam, dtype=float).copy())
-            out["cosine"].append(cosine_now(x))
-    res = {k: np.asarray(v, dtype=float) for k, v in out.items()}
-    res["round"] = res["round"].astype(int)
-    res["bytes_per_client_round"] = {cat: ledger.total(cat) / (int(rounds) * S) for cat in ledger.categories()}
-    res["train_seconds"] = train_s
-    return res
+            return x - eta_g * scale * torch.from_numpy(dvec.astype(np.float32)), lam, cats
+        return scalarised_step(x, xs, y, eta_g), lam, cats   # fedavg_ls / scaffold_ls on sum_m w_m f_{i,m}
+
+    out = {"round": [], "test_accuracy": [], "test_loss": [], "weights": [], "cosine": [cosine_now(x)]}
+    return federated_training(one_round, model, x, lam, method=method, rounds=rounds, n_clients=n_clients, S=S,
+                              server_rng=server_rng, ledger=ledger, X_te=X_te_t, Y_te=Y_te_t,
+                              eval_every=eval_every, out=out, at_eval=(("cosine", cosine_now),))
 
 
 # ------------------------------------------------------------------------------------------------ experiment

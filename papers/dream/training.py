@@ -29,7 +29,7 @@ from papers.dream.data import make_multidigits
 
 __all__ = ["MD_METHODS", "ROUND_METHODS", "SCALARISED_METHODS", "SharedTrunkMLP", "ControlVariates",
            "ScaffoldControls", "client_samplers", "multi_objective_round", "scalarised_local_models",
-           "record_messages", "evaluate_tasks", "run_multidigits"]
+           "record_messages", "evaluate_tasks", "scalarised_step", "federated_training", "run_multidigits"]
 
 MD_METHODS = ("dream", "dream_no_cv", "fmgda", "fedcmoo", "fedavg_ls", "scaffold_ls")
 
@@ -291,6 +291,46 @@ def evaluate_tasks(model, theta, X, Y):
     return acc, loss
 
 
+def scalarised_step(x, xs, y, lr_global: float):
+    """Server step of FedAvg / SCAFFOLD on a scalarisation: x + eta_g mean_i (y - x_i^K), the averaged local
+    displacement (``xs``: the clients' final local models, ``y``: the round's start)."""
+    return x + lr_global * (y - xs).mean(dim=0)
+
+
+def federated_training(one_round, model, x, lam, *, method: str, rounds: int, n_clients: int, S: int, server_rng,
+                       ledger: ByteLedger, X_te, Y_te, eval_every: int, out: dict, at_eval=()) -> dict:
+    """The server loop of every federated experiment: in round t, sample ``S`` of ``n_clients`` clients
+    (``sample_clients`` with ``server_rng``), take ``one_round(x, part, lam) -> (x_new, lam, categories)``,
+    record the round's messages in ``ledger`` and add its wall time. Every ``eval_every`` rounds and after the
+    last, evaluate the tasks on (``X_te``, ``Y_te``) and append to ``out`` the round, per-task test accuracy and
+    loss, the weights of the next round and, for each ``(key, fn)`` of ``at_eval``, ``fn(x)`` under ``key``.
+
+    Returns ``out`` as arrays, with ``bytes_per_client_round`` {category: bytes / (rounds S)} and
+    ``train_seconds`` (the rounds' wall time, evaluation excluded)."""
+    train_s = 0.0
+    for t in range(int(rounds)):
+        start = time.perf_counter()
+        part = sample_clients(n_clients, S, server_rng)
+        x_new, lam, cats = one_round(x, part, lam)
+        record_messages(ledger, part, cats, t, x_new, method)
+        x = x_new
+        train_s += time.perf_counter() - start
+        if (t + 1) % eval_every == 0 or t + 1 == rounds:
+            acc, loss = evaluate_tasks(model, x, X_te, Y_te)
+            out["round"].append(t + 1)
+            out["test_accuracy"].append(acc)
+            out["test_loss"].append(loss)
+            out["weights"].append(np.asarray(lam, dtype=float).copy())
+            for key, fn in at_eval:
+                out[key].append(fn(x))
+    res = {k: np.asarray(v, dtype=float) for k, v in out.items()}
+    res["round"] = res["round"].astype(int)
+    n_rounds_clients = int(rounds) * S
+    res["bytes_per_client_round"] = {cat: ledger.total(cat) / n_rounds_clients for cat in ledger.categories()}
+    res["train_seconds"] = train_s
+    return res
+
+
 def run_multidigits(method: str, *, rounds: int, n_clients: int = 10, dirichlet_alpha: float = 0.1,
                     local_steps: int = 5, batch_size: int = 32, lr_local: float = 0.05, lr_global: float = 1.0,
                     momentum: float = 0.5, cv_ema: float = 1.0, rho: float = 0.0, correction=None,
@@ -339,33 +379,19 @@ def run_multidigits(method: str, *, rounds: int, n_clients: int = 10, dirichlet_
     cv = ControlVariates(n_clients, M, D)
     controls = ScaffoldControls(n_clients, D)
     ledger = ByteLedger()
-    out = {"round": [], "test_accuracy": [], "test_loss": [], "weights": [], "bytes_up": []}
-    train_s = 0.0
     minibatches, probes = client_samplers(parts, X_tr_t, Y_tr_t, client_rngs, batch_size, probe_batch)
     sampler_kw = dict(minibatches=minibatches, probes=probes, batch_size=batch_size, local_steps=K, lr_local=eta_l)
     round_kw = dict(**sampler_kw, lr_global=eta_g, momentum=beta, cv_ema=alpha, rho=rho, correction=correction)
     w_t = torch.from_numpy(w.astype(np.float32))
-    for t in range(int(rounds)):
-        start = time.perf_counter()
-        part = sample_clients(n_clients, S, server_rng)
+
+    def one_round(x, part, lam):
         if method in ROUND_METHODS:
-            x_new, lam, cats = multi_objective_round(method, model, x, part, lam, cv, **round_kw)
-        else:  # fedavg_ls / scaffold_ls on sum_m w_m f_{i,m}
-            xs, y, cats = scalarised_local_models(method, model, x, part, w_t, controls, **sampler_kw)
-            x_new = x + eta_g * (y - xs).mean(dim=0)
-        record_messages(ledger, part, cats, t, x_new, method)
-        x = x_new
-        train_s += time.perf_counter() - start
-        if (t + 1) % eval_every == 0 or t + 1 == rounds:
-            acc, loss = evaluate_tasks(model, x, X_te_t, Y_te_t)
-            out["round"].append(t + 1)
-            out["test_accuracy"].append(acc)
-            out["test_loss"].append(loss)
-            out["weights"].append(np.asarray(lam, dtype=float).copy())
-            out["bytes_up"].append(ledger.direction_total("up"))
-    res = {k: np.asarray(v, dtype=float) for k, v in out.items()}
-    res["round"] = res["round"].astype(int)
-    n_rounds_clients = int(rounds) * S
-    res["bytes_per_client_round"] = {cat: ledger.total(cat) / n_rounds_clients for cat in ledger.categories()}
-    res["train_seconds"] = train_s
-    return res
+            return multi_objective_round(method, model, x, part, lam, cv, **round_kw)
+        xs, y, cats = scalarised_local_models(method, model, x, part, w_t, controls, **sampler_kw)
+        return scalarised_step(x, xs, y, eta_g), lam, cats
+
+    out = {"round": [], "test_accuracy": [], "test_loss": [], "weights": [], "bytes_up": []}
+    return federated_training(one_round, model, x, lam, method=method, rounds=rounds, n_clients=n_clients, S=S,
+                              server_rng=server_rng, ledger=ledger, X_te=X_te_t, Y_te=Y_te_t,
+                              eval_every=eval_every, out=out,
+                              at_eval=(("bytes_up", lambda _x: ledger.direction_total("up")),))
