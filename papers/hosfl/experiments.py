@@ -330,34 +330,36 @@ def training(params: dict, ctx: RunContext):
 
 
 PAIRED_BASES = ("sfl_fo_tau1", "sfl_fo_tau10", "frozen", "hosfl", "sfl_zo")
-R90_BASES = ("sfl_fo_tau1", "hosfl")
-
-
-def _paired_per_seed(per_run, bases, combine, key):
-    """Per-seed comparisons of every run with each base in ``bases`` (itself excepted, and only bases that ran):
-    ``key.format(run=..., base=...)`` maps to the list over the seeds both ran (same partition, batches and init
-    per seed) of ``combine(value(run, s), value(base, s))``. ``per_run`` maps run -> {seed: value}."""
-    out = {}
-    for name, values in per_run.items():
-        for base in bases:
-            if base == name or base not in per_run:
-                continue
-            ref = per_run[base]
-            out[key.format(run=name, base=base)] = [combine(values[s], ref[s]) for s in values if s in ref]
-    return out
 
 
 def _paired_differences(per_run_seeds):
-    """Per-seed differences in accuracy points, ``<run>_minus_<base>_points``, 100 (acc(run, s) - acc(base, s)),
-    for every run against each base in ``PAIRED_BASES``."""
-    return _paired_per_seed(per_run_seeds, PAIRED_BASES, lambda a, b: 100 * (a - b), "{run}_minus_{base}_points")
+    """Per-seed differences in accuracy points, ``<run>_minus_<base>_points``: a list over the seeds both runs
+    share (same partition, batches and init per seed), for every run against each base in ``PAIRED_BASES``."""
+    out = {}
+    for name, accs in per_run_seeds.items():
+        for base in PAIRED_BASES:
+            if base == name or base not in per_run_seeds:
+                continue
+            common = [s for s in accs if s in per_run_seeds[base]]
+            out[f"{name}_minus_{base}_points"] = [100 * (accs[s] - per_run_seeds[base][s]) for s in common]
+    return out
+
+
+R90_BASES = ("sfl_fo_tau1", "hosfl")
 
 
 def _paired_r90_ratios(per_run_r90):
-    """Per-seed ratios of the censored rounds to 90% test accuracy, ``r90_ratio_<run>_<base>``, r90(run, s) /
-    r90(base, s), for every run against each base in ``R90_BASES``. A run that never reaches 90% counts as one
-    evaluation past the horizon (``_censored``), so its ratios are bounds."""
-    return _paired_per_seed(per_run_r90, R90_BASES, lambda a, b: a / b, "r90_ratio_{run}_{base}")
+    """Per-seed ratios of the censored rounds to 90% test accuracy, ``r90_ratio_<run>_<base>``: for every run
+    against each base in ``R90_BASES``, the list over the seeds both ran of r90(run, s) / r90(base, s). A run that
+    never reaches 90% counts as one evaluation past the horizon (``_censored``), so its ratios are bounds."""
+    out = {}
+    for name, r90 in per_run_r90.items():
+        for base in R90_BASES:
+            if base == name or base not in per_run_r90:
+                continue
+            shared = [s for s in r90 if s in per_run_r90[base]]
+            out[f"r90_ratio_{name}_{base}"] = [r90[s] / per_run_r90[base][s] for s in shared]
+    return out
 
 
 def _comparisons(metrics):
