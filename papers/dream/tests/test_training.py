@@ -164,3 +164,51 @@ def test_a_non_finite_model_stops_the_run_naming_method_and_round():
     with pytest.raises(FloatingPointError, match="'scaffold_ls'.*round 4"):
         record_messages(ledger, np.array([0]), (("model.up", 3),), 4, torch.tensor([0.0, float("nan"), 1.0]),
                         "scaffold_ls")
+
+
+class _ConstantModel:
+    """Two tasks whose logits favour class 0 (task 0) and class 1 (task 1) for every input, whatever theta."""
+
+    def logits(self, theta, X):
+        n = X.shape[0]
+        z0 = torch.zeros(n, 2)
+        z0[:, 0] = 1.0
+        return [z0, z0.flip(1)]
+
+
+def test_federated_training_evaluates_on_schedule_and_books_bytes_per_client_round():
+    from shared.fed import ByteLedger
+
+    from papers.dream.training import federated_training
+    X, Y = torch.zeros(4, 3), torch.tensor([[0, 1], [0, 1], [1, 1], [0, 0]])
+    calls = []
+
+    def one_round(x, part, lam):
+        calls.append(sorted(int(i) for i in part))
+        return x + 1.0, lam, [("up", 5), ("down", 2)]
+
+    ledger = ByteLedger()
+    out = {"round": [], "test_accuracy": [], "test_loss": [], "weights": [], "x_sum": []}
+    res = federated_training(one_round, _ConstantModel(), torch.zeros(3), np.array([0.5, 0.5]), method="t",
+                             rounds=5, n_clients=4, S=2, server_rng=np.random.default_rng(0), ledger=ledger,
+                             X_te=X, Y_te=Y, eval_every=2, out=out, at_eval=(("x_sum", lambda x: float(x.sum())),))
+    assert len(calls) == 5 and all(len(p) == 2 for p in calls)
+    assert res["round"].tolist() == [2, 4, 5]                      # every eval_every rounds and after the last
+    assert res["x_sum"].tolist() == [6.0, 12.0, 15.0]              # x after t rounds is t in each of 3 coordinates
+    assert res["test_accuracy"].tolist() == [[75.0, 75.0]] * 3     # 3 of 4 labels are 0 (task 0) and 1 (task 1)
+    assert res["bytes_per_client_round"] == {"up": 5 * 4, "down": 2 * 4}   # float32 bytes per client and round
+
+
+def test_federated_training_stops_on_a_non_finite_model_naming_method_and_round():
+    from shared.fed import ByteLedger
+
+    from papers.dream.training import federated_training
+
+    def one_round(x, part, lam):
+        return x * float("nan"), lam, []
+
+    with pytest.raises(FloatingPointError, match="method 'broken'.*round 0"):
+        federated_training(one_round, _ConstantModel(), torch.zeros(3), np.ones(2) / 2, method="broken", rounds=3,
+                           n_clients=2, S=1, server_rng=np.random.default_rng(0), ledger=ByteLedger(),
+                           X_te=torch.zeros(1, 3), Y_te=torch.zeros(1, 2, dtype=torch.long), eval_every=1,
+                           out={"round": [], "test_accuracy": [], "test_loss": [], "weights": []})
