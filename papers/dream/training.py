@@ -292,8 +292,9 @@ def evaluate_tasks(model, theta, X, Y):
 
 
 def scalarised_step(x, xs, y, lr_global: float):
-    """Server step of FedAvg / SCAFFOLD on a scalarisation: x + eta_g mean_i (y - x_i^K), the averaged local
-    displacement (``xs``: the clients' final local models, ``y``: the round's start)."""
+    """Server step of FedAvg / SCAFFOLD on a scalarisation: x + eta_g mean_i (y_i - x), the averaged local
+    displacement (``xs``: x repeated per client, ``y``: the clients' local models after K steps, both (S, D), as
+    :func:`scalarised_local_models` returns them)."""
     return x + lr_global * (y - xs).mean(dim=0)
 
 
