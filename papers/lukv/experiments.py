@@ -3,7 +3,8 @@
 ``python -m papers.lukv.experiments NAME --config papers/lukv/config.yaml --scale quick --out DIR`` with NAME
 one of ``instances`` (random allocation instances: greedy vs exact DP), ``train_tiny`` (tiny model on the
 KV-recall task), ``profile`` (budget curves A and B), ``evaluate`` (held-out oracle loss and downstream
-recall/KL for every method) and ``perf`` (allocation and eviction timings, side by side).
+recall/KL for every method), ``replicates`` (the LU-KV claims at rho = 0.8 over independently trained models)
+and ``perf`` (allocation and eviction timings, side by side).
 ``profile`` and ``evaluate`` read the tiny model written by ``train_tiny`` (``model_from``); ``evaluate``
 reads the curves written by ``profile`` (``profile_from``). When those files are missing they are rebuilt
 in-process with the same seeds (same result, more time).
@@ -27,8 +28,8 @@ from papers.lukv.profile import (build_budget_curve, curve_at_budget, decrements
                                  total_budget)
 from papers.lukv.task import VOCAB_SIZE, make_batch, make_induction_batch, value_positions
 
-__all__ = ["EXPERIMENTS", "random_instance", "instances", "train_tiny", "profile", "evaluate", "perf",
-           "oracle_keep_loss"]
+__all__ = ["EXPERIMENTS", "random_instance", "instances", "train_tiny", "profile", "evaluate", "replicates",
+           "perf", "oracle_keep_loss"]
 
 
 # ------------------------------------------------------------------------------------------- instances
@@ -575,6 +576,126 @@ def evaluate(params: dict, ctx: RunContext):
     return rows, metrics
 
 
+# ------------------------------------------------------------------------------------------- replicates
+REPLICATE_KEYS = ("oracle_ratio_lukv_uniform", "oracle_ratio_lukv_adakv", "recall_gain_lukv_uniform",
+                  "kl_ratio_lukv_uniform", "transfer_oracle_ratio_lukv_uniform", "transfer_oracle_ratio_lukv_pertask")
+REPLICATE_CONTROLS = ("reversed_heads", "shuffled_heads", "uniform")
+
+
+def _model_means(table: dict) -> dict:
+    """The mean over profiling splits of every per-split claim quantity of one model: ``<key>_per_split``
+    (a list) -> ``{<key>: mean}`` for the keys of :data:`REPLICATE_KEYS` that ``table`` holds."""
+    return {k: float(np.mean(table[f"{k}_per_split"])) for k in REPLICATE_KEYS if f"{k}_per_split" in table}
+
+
+def _per_model(tables: list) -> dict:
+    """``{<key>_per_model: [mean of model 0, mean of model 1, ...]}`` for the keys every model's table holds."""
+    means = [_model_means(t) for t in tables]
+    return {f"{k}_per_model": [m[k] for m in means] for k in REPLICATE_KEYS if all(k in m for m in means)}
+
+
+def _claim_tables(claims: dict, control: dict, transfer: dict) -> dict:
+    """One model's per-split claim quantities in the layout of :func:`replicates`: the keys of ``claims`` /
+    ``control`` (evaluate's layout) and those of the transfer test (:func:`_transfer`) prefixed ``transfer_``."""
+    def prefixed(table):
+        return {f"transfer_{k}": v for k, v in table.items() if k.endswith("_per_split")}
+
+    out = {"claims": {**claims, **prefixed(transfer)}, "control": {}}
+    for name in REPLICATE_CONTROLS:
+        out["control"][name] = {**control.get(name, {}), **prefixed(transfer["control"].get(name, {}))}
+    return out
+
+
+def _replicate_claims(params: dict, ctx: RunContext, model) -> dict:
+    """The per-split claim quantities of :func:`evaluate` at rho = 0.8 (primary scorer) for one more model, in
+    the layout of :func:`_claim_tables`: profile-A curves of ``n_splits`` splits, a held-out set of ``n_eval``
+    items and the transfer test, all drawn from ``ctx``'s own seed. The controls are the reversed allocation
+    (oracle loss and downstream) and the shuffled one (oracle loss), as in evaluate."""
+    from papers.lukv.online import make_press, make_scorer, run_compressed, uniform_curve
+
+    primary, rho = params["primary_scorer"], 0.8
+    spec = {primary: params["scorers"][primary]}
+    kw = _task_kwargs(params)
+    T, n_q = kw["context_len"], kw["n_queries"]
+    L, G = model.config.num_hidden_layers, model.config.num_key_value_heads
+    sink, window = int(params.get("sink", 4)), int(params.get("window", 1))
+    splits = range(int(params.get("n_splits", 1)))
+    curves = {s: _profile_set(params, model, seeding.generator(ctx.seed, "profile", "A", f"split{s}"),
+                              spec)[primary] for s in splits}
+    variants = {"lukv": curves,
+                "reversed": {s: reverse_heads(c) for s, c in curves.items()},
+                "shuffled": {s: shuffle_heads(c, seeding.generator(ctx.seed, "shuffle", f"split{s}"))
+                             for s, c in curves.items()}}
+    c, f, imp, scores = _oracle_and_scores(model, params, seeding.generator(ctx.seed, "evaluate", "heldout"),
+                                           int(params["n_eval"]), spec)
+    counts = {"uniform": _curve_counts(uniform_curve(L, G), rho, T)}
+    counts.update({f"{v}_{s}": _curve_counts(table[s], rho, T) for v, table in variants.items() for s in splits})
+    loss = {}
+    for i in range(imp.shape[0]):
+        for m, value in oracle_losses(imp[i], scores[primary][i], counts, rho, sink, window).items():
+            loss[m] = loss.get(m, 0.0) + value
+
+    def downstream(method, curve):
+        press = make_press(method, make_scorer(spec[primary]["press"], spec[primary].get("params")), rho,
+                           seq_len=T, curve=curve, n_layers=L, n_kv_heads=G, sink=sink, window=window)
+        logits, _ = run_compressed(model, press, c, f)
+        return recall_accuracy(logits, f, n_q), _kl(full_logits, logits)
+
+    tables = {}
+    with attention(model, "sdpa"):
+        full_logits, _ = run_compressed(model, None, c, f)
+        base_recall, base_kl = downstream("uniform", None)
+        for v, table in variants.items():
+            tables[v] = {"oracle_ratio_lukv_uniform_per_split": [loss[f"{v}_{s}"] / loss["uniform"] for s in splits],
+                         "oracle_ratio_lukv_adakv_per_split": [loss[f"{v}_{s}"] / loss["adakv"] for s in splits]}
+            if v != "shuffled":
+                runs = [downstream("lukv", table[s]) for s in splits]
+                tables[v]["recall_gain_lukv_uniform_per_split"] = [r - base_recall for r, _ in runs]
+                tables[v]["kl_ratio_lukv_uniform_per_split"] = [k / base_kl for _, k in runs]
+    transfer = _transfer(params, ctx, model, {(primary, s): curves[s] for s in splits},
+                         {(primary, s): variants["shuffled"][s] for s in splits}, sink, window)
+    out = _claim_tables(tables["lukv"], {"reversed_heads": tables["reversed"],
+                                         "shuffled_heads": tables["shuffled"]}, transfer)
+    out["recall_full"] = recall_accuracy(full_logits, f, n_q)
+    return out
+
+
+def replicates(params: dict, ctx: RunContext):
+    """The LU-KV claims at rho = 0.8 over independently trained models. Model 0 is the one of ``train_tiny``,
+    its values read from ``evaluate``'s metrics (``evaluate_from``); every init seed s of ``replicate_seeds``
+    trains one more model exactly as ``train_tiny`` does under the root seed derived from stream
+    ("replicates", "model<s>") with initial weights of seed s, and profiles and evaluates it as evaluate does
+    under that root seed (:func:`_replicate_claims`: its own profiling sets, held-out items and transfer
+    samples). Each model gives one value per claim key, the mean over its profiling splits
+    (``claims.<key>_per_model``; controls under ``control``), so the interval over models includes the
+    variation of training, profiling and held-out sampling; ``recall_full_min`` is the lowest full-cache recall
+    of the models (the precondition of the claims)."""
+    import json
+
+    evaluated = json.loads((Path(params["evaluate_from"]) / "metrics.json").read_text())
+    per_model = [{**_claim_tables(evaluated["claims"], evaluated["control"], evaluated["transfer"]),
+                  "recall_full": evaluated["recall_full"]}]
+    seeds = [int(s) for s in params["replicate_seeds"]]
+    for s in ctx.progress(seeds, total=len(seeds), what="replicate models"):
+        sub = RunContext(name=ctx.name, scale=ctx.scale, out_dir=ctx.out_dir,
+                         seed=int(seeding.seed_sequence(ctx.seed, "replicates", f"model{s}").generate_state(1)[0]))
+        model, log = _train({**params, "train": {**params["train"], "init_seed": s}}, sub)
+        if log.stopped != "target":
+            ctx.log(f"replicate model {s} stopped at {log.steps} steps ({log.stopped}) below the target recall")
+        per_model.append({**_replicate_claims(params, sub, model.eval()), "steps": log.steps,
+                          "stopped": log.stopped})
+    metrics = {"init_seeds": [int(params["train"].get("init_seed", 0))] + seeds,
+               "train_steps": [m.get("steps") for m in per_model], "stopped": [m.get("stopped") for m in per_model],
+               "recall_full_per_model": [m["recall_full"] for m in per_model],
+               "recall_full_min": min(m["recall_full"] for m in per_model),
+               "per_model": per_model,
+               "claims": _per_model([m["claims"] for m in per_model]),
+               "control": {c: _per_model([m["control"][c] for m in per_model]) for c in REPLICATE_CONTROLS}}
+    rows = [{"method": "lukv", "seed": i, "step": 80, "metric": k[:-len("_per_model")], "value": v}
+            for k, values in metrics["claims"].items() for i, v in enumerate(values)]
+    return rows, metrics
+
+
 # ------------------------------------------------------------------------------------------- perf
 def perf(params: dict, ctx: RunContext):
     """(1) Allocation at rho = 0.8: sort-based greedy vs exact DP on one random instance; (2) prefill +
@@ -665,7 +786,7 @@ def smollm2(params: dict, ctx: RunContext):
 
 
 EXPERIMENTS = {"instances": instances, "train_tiny": train_tiny, "profile": profile, "evaluate": evaluate,
-               "perf": perf, "smollm2": smollm2}
+               "replicates": replicates, "perf": perf, "smollm2": smollm2}
 
 if __name__ == "__main__":
     main(EXPERIMENTS)
